@@ -1,0 +1,155 @@
+#include "core/checks.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/workspace.h"
+
+namespace torch_inplace {
+
+namespace {
+
+std::mutex g_registry_mutex;
+// StorageImpl* -> weak reference. Holding the weak reference keeps the StorageImpl's memory (not its data)
+// alive, so its address cannot be reused by another storage while the entry exists: a hit is unambiguous.
+std::unordered_map<const c10::StorageImpl*, c10::weak_intrusive_ptr<c10::StorageImpl>> g_registry;
+
+bool is_registered(const c10::Storage& storage) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto it = g_registry.find(storage.unsafeGetStorageImpl());
+  if (it == g_registry.end()) return false;
+  if (it->second.expired()) {
+    g_registry.erase(it);
+    return false;
+  }
+  return true;
+}
+
+DeviceCapsProvider g_gpu_caps = nullptr;
+
+std::string shape_str(const at::TensorBase& t) {
+  std::ostringstream os;
+  os << t.sizes();
+  return os.str();
+}
+
+}  // namespace
+
+void register_transposable_storage(const c10::Storage& storage) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  // Drop expired entries now and then so the map does not grow without bound.
+  if (g_registry.size() > 1024) {
+    for (auto it = g_registry.begin(); it != g_registry.end();) {
+      it = it->second.expired() ? g_registry.erase(it) : std::next(it);
+    }
+  }
+  g_registry.insert_or_assign(storage.unsafeGetStorageImpl(),
+                              c10::weak_intrusive_ptr<c10::StorageImpl>(storage.getWeakStorageImpl()));
+}
+
+int64_t storage_slack_bytes(const at::Tensor& self) {
+  if (!self.has_storage()) return 0;
+  const auto& storage = self.storage();
+  const int64_t used = self.numel() * static_cast<int64_t>(self.element_size());
+  const int64_t have = static_cast<int64_t>(storage.nbytes());
+  if (have <= used || self.storage_offset() != 0 || !is_registered(storage)) return 0;
+  return have - used;
+}
+
+void check_transposable(const at::Tensor& self, const char* op, bool check_aliases) {
+  TORCH_CHECK(self.defined(), op, ": expected a tensor, got an undefined tensor");
+  TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
+  TORCH_CHECK(!self.is_quantized(), op, ": expected a non-quantized tensor, got dtype ", self.scalar_type());
+  TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),
+              "-D tensor of shape ", shape_str(self));
+  const int64_t es = static_cast<int64_t>(self.element_size());
+  TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
+              ": expected elements of 1, 2, 4, 8 or 16 bytes, got dtype ", self.scalar_type(), " (", es, " bytes)");
+  TORCH_CHECK(self.is_contiguous(), op, ": expected a contiguous tensor, got shape ", shape_str(self),
+              " with strides ", self.strides(), " (call .contiguous() first; the result would not be in place)");
+  if (self.numel() == 0) return;  // nothing moves: only the shape changes
+  TORCH_CHECK(self.has_storage(), op, ": expected a tensor with storage, got one without (", self.toString(), ")");
+  TORCH_CHECK(self.storage_offset() == 0, op,
+              ": expected a tensor that owns its whole storage, got a storage offset of ", self.storage_offset(),
+              " elements (a view into a larger tensor; call .clone() first)");
+  const int64_t used = self.numel() * es;
+  const int64_t have = static_cast<int64_t>(self.storage().nbytes());
+  TORCH_CHECK(have == used || (have > used && is_registered(self.storage())), op,
+              ": expected a tensor that owns its whole storage, got ", used, " bytes of elements in a storage of ",
+              have, " bytes (other elements of the storage lie outside the tensor; call .clone() first)");
+  if (!check_aliases) return;
+  // Framework machinery (fake tensors, dispatch modes such as opcheck's) makes shallow copies of its own; the
+  // alias rule is for user-visible tensors in eager mode.
+  if (self.key_set().has(c10::DispatchKey::Python) ||
+      c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python)) {
+    return;
+  }
+  // Tensors that share this storage: the tensor itself, and the base it is a view of (which shares its version
+  // counter, so autograd uses of the base are invalidated as for any in-place op on a view). Any other holder
+  // (another view, an alias, a tensor saved for backward) would silently see permuted bytes.
+  int64_t expected = 1;
+  if (self.is_view()) {
+    const at::TensorBase& base = self._base();
+    if (base.defined() && base.has_storage() && base.storage().is_alias_of(self.storage())) expected = 2;
+  }
+  const size_t users = self.storage().use_count();
+  TORCH_CHECK(static_cast<int64_t>(users) <= expected, op,
+              ": expected a tensor whose storage no other tensor shares, got a storage shared with ",
+              static_cast<int64_t>(users) - expected,
+              " other tensor(s) (a view or alias of it, or a tensor saved for backward); transposing in place "
+              "would silently change them (call .clone() first)");
+}
+
+plan::Problem transpose_problem(const at::Tensor& self) {
+  plan::Problem p;
+  const int64_t d = self.dim();
+  p.rows = self.size(d - 2);
+  p.cols = self.size(d - 1);
+  p.batch = 1;
+  for (int64_t i = 0; i < d - 2; ++i) p.batch *= self.size(i);
+  p.esize = static_cast<int64_t>(self.element_size());
+  p.slack_bytes = storage_slack_bytes(self);
+  return p;
+}
+
+bool register_gpu_caps_provider(DeviceCapsProvider provider) {
+  g_gpu_caps = provider;
+  return true;
+}
+
+plan::DeviceCaps device_caps(const c10::Device& device) {
+  if (device.is_cpu()) {
+    plan::DeviceCaps caps;
+    caps.backend = plan::Backend::CPU;
+    caps.num_threads = at::get_num_threads();
+    return caps;
+  }
+  TORCH_CHECK(device.is_cuda(), "torch_inplace: expected a CPU or CUDA/ROCm device, got ", device);
+  TORCH_CHECK(g_gpu_caps != nullptr,
+              "torch_inplace: this build has no GPU kernels (built CPU-only); rebuild with CUDA or ROCm to use ",
+              device);
+  return g_gpu_caps(device.has_index() ? device.index() : -1);
+}
+
+plan::Algo parse_algorithm(const std::string& name, const char* op) {
+  plan::Algo a;
+  if (plan::algo_from_name(name, &a)) return a;
+  std::ostringstream os;
+  for (const auto& n : plan::algo_names()) os << (os.tellp() > 0 ? ", " : "") << "'" << n << "'";
+  TORCH_CHECK(false, op, ": expected algorithm to be one of ", os.str(), ", got '", name, "'");
+}
+
+plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan::Algo forced, const char* op) {
+  try {
+    return plan::make_plan(p, device_caps(device), forced, workspace_limit());
+  } catch (const plan::PlanError& e) {
+    TORCH_CHECK(false, op, ": ", e.message);
+  }
+}
+
+}  // namespace torch_inplace

@@ -1,0 +1,366 @@
+// CPU engine of _transpose_data_: Catanzaro's decomposition (paper 003 sec. 5.1) parallelised with
+// at::parallel_for, a skinny variant for AoS <-> SoA shapes, and tile-pair swaps for squares.
+//
+// The decomposition works on an m x n row-major view (plan.c2r). Rows are shuffled through a per-thread buffer
+// of n elements. Column steps are rotations (column j moves up by s_j rows) and one row permutation q shared by
+// all columns. Both handle columns in panels of `plan.panel` columns so that every memory access touches
+// whole cache lines: a rotation is a coarse rotation of the panel (juggling, one pass) plus a fine sweep of
+// small per-column amounts (one pass, the first rows saved); q is applied to whole row segments by cycle
+// following from precomputed cycle leaders. The skinny variant keeps the whole short side as one panel and
+// splits each column step into row chunks (each chunk saves the rows its neighbour will read first).
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/checks.h"
+#include "core/workspace.h"
+
+namespace torch_inplace {
+namespace {
+
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
+template <int S>
+struct ElemOf;
+template <> struct ElemOf<1> { using type = uint8_t; };
+template <> struct ElemOf<2> { using type = uint16_t; };
+template <> struct ElemOf<4> { using type = uint32_t; };
+template <> struct ElemOf<8> { using type = uint64_t; };
+template <> struct ElemOf<16> { using type = Bytes16; };
+
+inline bool bit_get(const uint64_t* w, int64_t i) { return (w[i >> 6] >> (i & 63)) & 1u; }
+inline void bit_set(uint64_t* w, int64_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
+
+template <typename T>
+class CpuTranspose {
+ public:
+  CpuTranspose(const plan::Plan& plan, uint8_t* scratch)
+      : plan_(plan), p_(plan.c2r), m_(plan.c2r.m), n_(plan.c2r.n), scratch_(scratch) {
+    if (plan.algo == plan::Algo::Square || plan.algo == plan::Algo::Noop) return;
+    layout_ = plan::cpu_scratch_layout(m_, n_, sizeof(T), plan.threads, plan.panel, plan.chunks);
+    visited_ = reinterpret_cast<uint64_t*>(scratch_ + layout_.visited_off);
+    leaders_ = reinterpret_cast<uint64_t*>(scratch_ + layout_.leaders_off);
+    find_cycle_leaders();
+  }
+
+  // Whether matrices of a batch may run concurrently (each then runs its steps on one thread).
+  bool batch_parallel_ok() const { return plan_.chunks <= 1; }
+
+  void run(T* A) const {
+    switch (plan_.algo) {
+      case plan::Algo::Square: return square(A, plan_.problem.rows);
+      case plan::Algo::C2R: return c2r(A);
+      case plan::Algo::R2C: return r2c(A);
+      case plan::Algo::Skinny: return plan_.problem.rows > plan_.problem.cols ? c2r(A) : r2c(A);
+      default: TORCH_CHECK(false, "transpose_: CPU engine got unsupported plan ", plan::algo_name(plan_.algo));
+    }
+  }
+
+ private:
+  // ---- Catanzaro, in gather form (../shared/reference/c2r_reference.py) -------------------------------------
+  void c2r(T* A) const {
+    if (p_.c > 1) rotate_columns(A, [&](int64_t j) { return j / p_.b; }, +1);  // eq. 23
+    shuffle_rows(A, [&](int64_t i, int64_t j) { return p_.row_gather(i, j); });  // eq. 31
+    rotate_columns(A, [&](int64_t j) { return j; }, +1);                          // eq. 26: rotation by j ...
+    permute_rows(A, /*gather=*/true);                                            // ... then out[i] = in[q(i)]
+  }
+
+  void r2c(T* A) const {
+    permute_rows(A, /*gather=*/false);                                           // out[q(i)] = in[i]
+    rotate_columns(A, [&](int64_t j) { return j; }, -1);                         // column j down by j
+    shuffle_rows(A, [&](int64_t i, int64_t j) { return p_.row_scatter(i, j); }); // eq. 24
+    if (p_.c > 1) rotate_columns(A, [&](int64_t j) { return j / p_.b; }, -1);   // eq. 36
+  }
+
+  T* thread_buf() const {
+    const int64_t stride = (layout_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
+    return reinterpret_cast<T*>(scratch_ + layout_.threads_off + at::get_thread_num() * stride);
+  }
+  T* chunk_buf(int64_t c) const {
+    const int64_t stride = (layout_.chunk_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
+    return reinterpret_cast<T*>(scratch_ + layout_.chunks_off + c * stride);
+  }
+
+  // Row shuffle: out(i, j) = in(i, src(i, j)) for every row, through the thread's buffer.
+  template <typename Src>
+  void shuffle_rows(T* A, Src src) const {
+    const int64_t n = n_;
+    at::parallel_for(0, m_, std::max<int64_t>(1, 16384 / n), [&](int64_t lo, int64_t hi) {
+      T* tmp = thread_buf();
+      for (int64_t i = lo; i < hi; ++i) {
+        T* row = A + i * n;
+        for (int64_t j = 0; j < n; ++j) tmp[j] = row[src(i, j)];
+        std::memcpy(row, tmp, n * sizeof(T));
+      }
+    });
+  }
+
+  // Column rotation: out(i, j) = in((i + sign * s(j)) mod m, j).
+  template <typename Shift>
+  void rotate_columns(T* A, Shift shift, int sign) const {
+    const int64_t m = m_, n = n_;
+    auto left = [&](int64_t j) {  // the rotation as a left (upward) amount in [0, m)
+      const int64_t s = shift(j) % m;
+      return sign > 0 ? s : (m - s) % m;
+    };
+    if (plan_.chunks > 1) {
+      // Skinny: one panel of all n columns; amounts are small (s(j) < n <= m), so no coarse rotation.
+      std::vector<int64_t> amount(n);
+      int64_t F = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        amount[j] = shift(j) % m;
+        F = std::max(F, amount[j]);
+      }
+      if (F == 0) return;
+      fine_sweep_chunked(A, amount.data(), F, sign > 0);
+      return;
+    }
+    const int64_t W = plan_.panel;
+    const int64_t panels = (n + W - 1) / W;
+    at::parallel_for(0, panels, 1, [&](int64_t lo, int64_t hi) {
+      T* buf = thread_buf();  // W*W saved rows + one W-element segment
+      int64_t fine[256];
+      for (int64_t pnl = lo; pnl < hi; ++pnl) {
+        const int64_t j0 = pnl * W, w = std::min(W, n - j0);
+        // Coarse amount: the first or the last column's, whichever leaves the smaller fine amounts
+        // (increasing shifts take the first, decreasing the last).
+        int64_t best_k = 0, best_F = m;
+        for (int64_t ref : {j0, j0 + w - 1}) {
+          const int64_t k = left(ref);
+          int64_t F = 0;
+          for (int64_t jj = 0; jj < w; ++jj) F = std::max(F, (left(j0 + jj) - k + m) % m);
+          if (F < best_F) best_F = F, best_k = k;
+        }
+        TORCH_INTERNAL_ASSERT(best_F <= W, "transpose_: fine rotation ", best_F, " exceeds panel ", W);
+        for (int64_t jj = 0; jj < w; ++jj) fine[jj] = (left(j0 + jj) - best_k + m) % m;
+        if (best_k != 0) coarse_rotate(A + j0, w, best_k, buf + W * W);
+        if (best_F != 0) fine_sweep(A + j0, w, fine, best_F, buf);
+      }
+    });
+  }
+
+  // Rotates the w-wide panel starting at P up by k rows (juggling: gcd(m, k) cycles, each row moved once).
+  void coarse_rotate(T* P, int64_t w, int64_t k, T* seg) const {
+    const int64_t m = m_, n = n_;
+    const int64_t g = c2r::gcd64(m, k);
+    const size_t bytes = w * sizeof(T);
+    for (int64_t s = 0; s < g; ++s) {
+      std::memcpy(seg, P + s * n, bytes);
+      int64_t i = s;
+      while (true) {
+        int64_t nxt = i + k;
+        if (nxt >= m) nxt -= m;
+        if (nxt == s) break;
+        std::memcpy(P + i * n, P + nxt * n, bytes);
+        i = nxt;
+      }
+      std::memcpy(P + i * n, seg, bytes);
+    }
+  }
+
+  // out(i, j) = in((i + f[j]) mod m, j) for a panel, with f[j] <= F: one downward sweep, rows 0..F-1 saved.
+  void fine_sweep(T* P, int64_t w, const int64_t* f, int64_t F, T* saved) const {
+    const int64_t m = m_, n = n_;
+    for (int64_t r = 0; r < F; ++r) std::memcpy(saved + r * w, P + r * n, w * sizeof(T));
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = P + i * n;
+      for (int64_t jj = 0; jj < w; ++jj) {
+        const int64_t s = i + f[jj];
+        row[jj] = s < m ? P[s * n + jj] : saved[(s - m) * w + jj];
+      }
+    }
+  }
+
+  // Skinny column rotation split into row chunks. up: out(i, j) = in(i + a[j]); else out(i, j) = in(i - a[j]).
+  // Each chunk first saves the F rows its neighbour reads (its head when moving up, its tail when moving
+  // down); then every chunk sweeps away from that neighbour.
+  void fine_sweep_chunked(T* A, const int64_t* a, int64_t F, bool up) const {
+    const int64_t m = m_, n = n_;
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(plan_.chunks, m / std::max<int64_t>(F, 1)));
+    const int64_t len = m / chunks;  // the last chunk takes the remainder; every chunk has >= F rows
+    auto lo_of = [&](int64_t c) { return c * len; };
+    auto hi_of = [&](int64_t c) { return c == chunks - 1 ? m : (c + 1) * len; };
+    at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t r0 = up ? lo_of(c) : hi_of(c) - F;
+        std::memcpy(chunk_buf(c), A + r0 * n, F * n * sizeof(T));
+      }
+    });
+    at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t r0 = lo_of(c), r1 = hi_of(c);
+        if (up) {
+          const T* next = chunk_buf((c + 1) % chunks);  // head of the next chunk (chunk 0 after the last)
+          for (int64_t i = r0; i < r1; ++i) {
+            T* row = A + i * n;
+            for (int64_t j = 0; j < n; ++j) {
+              const int64_t s = i + a[j];
+              row[j] = s < r1 ? A[s * n + j] : next[(s - r1) * n + j];
+            }
+          }
+        } else {
+          const T* prev = chunk_buf((c + chunks - 1) % chunks);  // tail of the previous chunk
+          for (int64_t i = r1 - 1; i >= r0; --i) {
+            T* row = A + i * n;
+            for (int64_t j = 0; j < n; ++j) {
+              const int64_t s = i - a[j];
+              row[j] = s >= r0 ? A[s * n + j] : prev[(s - r0 + F) * n + j];
+            }
+          }
+        }
+      }
+    });
+  }
+
+  // Cycle leaders of q (the smallest index of each cycle longer than 1), once per call.
+  void find_cycle_leaders() {
+    std::memset(visited_, 0, layout_.bitmap_words * 8);
+    std::memset(leaders_, 0, layout_.bitmap_words * 8);
+    for (int64_t i = 0; i < m_; ++i) {
+      if (bit_get(visited_, i)) continue;
+      bit_set(visited_, i);
+      int64_t j = p_.q(i);
+      if (j == i) continue;
+      bit_set(leaders_, i);
+      while (j != i) {
+        bit_set(visited_, j);
+        j = p_.q(j);
+      }
+    }
+  }
+
+  // Row permutation by q on whole row segments: gather out[i] = in[q(i)], or scatter out[q(i)] = in[i].
+  void permute_rows(T* A, bool gather) const {
+    const int64_t n = n_;
+    auto follow = [&](int64_t L, T* P, int64_t w, T* tmp) {
+      const size_t bytes = w * sizeof(T);
+      std::memcpy(tmp, P + L * n, bytes);
+      int64_t i = L;
+      if (gather) {
+        while (true) {
+          const int64_t s = p_.q(i);
+          if (s == L) break;
+          std::memcpy(P + i * n, P + s * n, bytes);
+          i = s;
+        }
+        std::memcpy(P + i * n, tmp, bytes);
+      } else {
+        T* carry = tmp;
+        T* other = tmp + w;
+        while (true) {
+          const int64_t d = p_.q(i);
+          std::memcpy(other, P + d * n, bytes);
+          std::memcpy(P + d * n, carry, bytes);
+          std::swap(carry, other);
+          i = d;
+          if (d == L) break;
+        }
+      }
+    };
+    const int64_t words = layout_.bitmap_words;
+    if (plan_.chunks > 1) {
+      // Skinny: whole rows; cycles in parallel (leaders split by bitmap words).
+      at::parallel_for(0, words, 1, [&](int64_t lo, int64_t hi) {
+        T* tmp = thread_buf();
+        for (int64_t wd = lo; wd < hi; ++wd) {
+          for (uint64_t bits = leaders_[wd]; bits; bits &= bits - 1) {
+            follow(wd * 64 + __builtin_ctzll(bits), A, n, tmp);
+          }
+        }
+      });
+      return;
+    }
+    const int64_t W = plan_.panel, panels = (n + W - 1) / W;
+    at::parallel_for(0, panels, 1, [&](int64_t lo, int64_t hi) {
+      T* tmp = thread_buf();
+      for (int64_t pnl = lo; pnl < hi; ++pnl) {
+        const int64_t j0 = pnl * W, w = std::min(W, n - j0);
+        for (int64_t wd = 0; wd < words; ++wd) {
+          for (uint64_t bits = leaders_[wd]; bits; bits &= bits - 1) {
+            follow(wd * 64 + __builtin_ctzll(bits), A + j0, w, tmp);
+          }
+        }
+      }
+    });
+  }
+
+  // ---- squares: swap tile (bi, bj) with the transpose of tile (bj, bi) ----------------------------------------
+  static void square(T* A, int64_t n) {
+    constexpr int64_t B = 32;
+    const int64_t nb = (n + B - 1) / B;
+    at::parallel_for(0, nb, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t bi = lo; bi < hi; ++bi) {
+        const int64_t i0 = bi * B, i1 = std::min(n, i0 + B);
+        for (int64_t bj = bi; bj < nb; ++bj) {
+          const int64_t j0 = bj * B, j1 = std::min(n, j0 + B);
+          for (int64_t i = i0; i < i1; ++i) {
+            for (int64_t j = (bi == bj ? i + 1 : j0); j < j1; ++j) std::swap(A[i * n + j], A[j * n + i]);
+          }
+        }
+      }
+    });
+  }
+
+  const plan::Plan& plan_;
+  const c2r::Params& p_;
+  const int64_t m_, n_;
+  uint8_t* scratch_;
+  plan::CpuScratchLayout layout_;
+  uint64_t* visited_ = nullptr;
+  uint64_t* leaders_ = nullptr;
+};
+
+template <typename T>
+void run_plan(const plan::Plan& plan, uint8_t* data, uint8_t* scratch) {
+  const CpuTranspose<T> engine(plan, scratch);
+  T* base = reinterpret_cast<T*>(data);
+  const int64_t batch = plan.problem.batch, mn = plan.problem.rows * plan.problem.cols;
+  if (batch > 1 && engine.batch_parallel_ok() && mn < (int64_t{1} << 16)) {
+    // Small matrices: one matrix per task (nested parallel_for calls run inline).
+    at::parallel_for(0, batch, std::max<int64_t>(1, (int64_t{1} << 16) / mn), [&](int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; ++b) engine.run(base + b * mn);
+    });
+  } else {
+    for (int64_t b = 0; b < batch; ++b) engine.run(base + b * mn);
+  }
+}
+
+void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
+  const char* op = "transpose_";
+  check_transposable(self, op, /*check_aliases=*/false);
+  const plan::Problem problem = transpose_problem(self);
+  const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  if (pl.algo == plan::Algo::Noop) {
+    record_workspace(0);
+    return;
+  }
+  at::Tensor scratch;
+  uint8_t* scratch_ptr = nullptr;
+  if (pl.scratch_bytes > 0) {
+    scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+    scratch_ptr = scratch.data_ptr<uint8_t>();
+  } else {
+    record_workspace(0);
+  }
+  auto* data = static_cast<uint8_t*>(self.data_ptr());
+  switch (problem.esize) {
+    case 1: return run_plan<ElemOf<1>::type>(pl, data, scratch_ptr);
+    case 2: return run_plan<ElemOf<2>::type>(pl, data, scratch_ptr);
+    case 4: return run_plan<ElemOf<4>::type>(pl, data, scratch_ptr);
+    case 8: return run_plan<ElemOf<8>::type>(pl, data, scratch_ptr);
+    case 16: return run_plan<ElemOf<16>::type>(pl, data, scratch_ptr);
+    default: TORCH_CHECK(false, op, ": unsupported element size ", problem.esize);
+  }
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(inplace, CPU, m) { m.impl("_transpose_data_", &transpose_data_cpu); }
+
+}  // namespace torch_inplace

@@ -1,0 +1,146 @@
+// Schemas and C++ entry points of the transposition ops (namespace `inplace`).
+//
+// transpose_, aos_to_soa_ and soa_to_aos_ are CompositeImplicitAutograd: each validates, runs the data-only op
+// _transpose_data_ (which permutes the bytes of the last two dims and leaves the shape alone), then changes
+// the metadata with the built-in as_strided_. That is the form PyTorch's compiler stack understands (custom ops
+// may not change an input's shape); eager, TorchScript and LibTorch callers see one op.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/CPUAllocator.h>
+#include <torch/library.h>
+
+#include "core/checks.h"
+#include "core/workspace.h"
+#include "torch_inplace.h"
+
+namespace torch_inplace {
+
+namespace {
+
+std::vector<int64_t> contiguous_strides(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view algorithm) {
+  check_transposable(self, op, /*check_aliases=*/true);
+  parse_algorithm(std::string(algorithm), op);
+  if (self.numel() > 0) {
+    static auto data_op = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("inplace::_transpose_data_", "")
+                              .typed<void(at::Tensor&, c10::string_view)>();
+    data_op.call(self, algorithm);
+  }
+  const int64_t d = self.dim();
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  std::swap(sizes[d - 1], sizes[d - 2]);
+  self.as_strided_(sizes, contiguous_strides(sizes), 0);
+  return self;
+}
+
+at::Tensor& transpose_composite(at::Tensor& self, c10::string_view algorithm) {
+  return transpose_impl(self, "transpose_", algorithm);
+}
+at::Tensor& aos_to_soa_composite(at::Tensor& self) { return transpose_impl(self, "aos_to_soa_", "auto"); }
+at::Tensor& soa_to_aos_composite(at::Tensor& self) { return transpose_impl(self, "soa_to_aos_", "auto"); }
+
+std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef shape, at::ScalarType dtype,
+                                                                c10::Device device, c10::string_view algorithm) {
+  const char* op = "torch_inplace.plan";
+  TORCH_CHECK(shape.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", shape);
+  for (int64_t s : shape) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", shape);
+  plan::Problem p;
+  p.rows = shape[shape.size() - 2];
+  p.cols = shape[shape.size() - 1];
+  for (size_t i = 0; i + 2 < shape.size(); ++i) p.batch *= shape[i];
+  p.esize = static_cast<int64_t>(c10::elementSize(dtype));
+  const plan::Plan pl = plan_or_throw(p, device, parse_algorithm(std::string(algorithm), op), op);
+  return {plan::algo_name(pl.algo), pl.scratch_bytes, pl.explain()};
+}
+
+int64_t workspace_limit_op() { return workspace_limit(); }
+void set_workspace_limit_op(int64_t bytes) { set_workspace_limit(bytes); }
+std::vector<int64_t> workspace_stats_op() {
+  const WorkspaceStats s = workspace_stats();
+  return {s.last_bytes, s.peak_bytes, s.total_bytes, s.calls};
+}
+void reset_workspace_stats_op() { reset_workspace_stats(); }
+
+at::Tensor empty_transposable_op(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<c10::Device> device) {
+  const char* op = "empty_transposable";
+  TORCH_CHECK(size.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", size);
+  for (int64_t s : size) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", size);
+  const at::ScalarType st = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  const c10::Device dev = device.value_or(c10::Device(c10::kCPU));
+  plan::Problem p;
+  p.rows = size[size.size() - 2];
+  p.cols = size[size.size() - 1];
+  for (size_t i = 0; i + 2 < size.size(); ++i) p.batch *= size[i];
+  p.esize = static_cast<int64_t>(c10::elementSize(st));
+  const int64_t numel = p.batch * p.rows * p.cols;
+  const int64_t slack = dev.is_cpu() ? 0 : plan::padding_slack_bytes(p);
+  // One allocation of numel + slack elements' bytes, viewed as the requested shape: the storage carries the
+  // slack, and the registry marks it as the tensor's own so transpose_ may use it for padding.
+  const int64_t slack_elems = (slack + p.esize - 1) / p.esize;
+  at::Tensor flat = at::empty({numel + slack_elems}, at::TensorOptions().dtype(st).device(dev));
+  at::Tensor out = at::empty({0}, flat.options());
+  out.set_(flat.storage(), 0, size, contiguous_strides(size));
+  register_transposable_storage(out.storage());
+  return out;
+}
+
+}  // namespace
+
+at::Tensor& transpose_(at::Tensor& self, c10::string_view algorithm) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::transpose_", "")
+                       .typed<at::Tensor&(at::Tensor&, c10::string_view)>();
+  return op.call(self, algorithm);
+}
+
+at::Tensor& aos_to_soa_(at::Tensor& self) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::aos_to_soa_", "")
+                       .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
+at::Tensor& soa_to_aos_(at::Tensor& self) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::soa_to_aos_", "")
+                       .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
+at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options) {
+  return empty_transposable_op(size, c10::optTypeMetaToScalarType(options.dtype_opt()), options.device_opt());
+}
+
+TORCH_LIBRARY_FRAGMENT(inplace, m) {
+  m.def("_transpose_data_(Tensor(a!) self, str algorithm='auto') -> ()");
+  m.def("transpose_(Tensor(a!) self, *, str algorithm='auto') -> Tensor(a!)");
+  m.def("aos_to_soa_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("soa_to_aos_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("_plan_transpose(int[] shape, ScalarType dtype, Device device, str algorithm='auto') -> (str, int, str)",
+        &plan_transpose_op);
+  m.def("_workspace_limit() -> int", &workspace_limit_op);
+  m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
+  m.def("_workspace_stats() -> int[]", &workspace_stats_op);
+  m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
+  m.def("empty_transposable(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        &empty_transposable_op);
+}
+
+TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
+  m.impl("transpose_", &transpose_composite);
+  m.impl("aos_to_soa_", &aos_to_soa_composite);
+  m.impl("soa_to_aos_", &soa_to_aos_composite);
+}
+
+}  // namespace torch_inplace

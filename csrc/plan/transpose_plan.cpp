@@ -1,0 +1,158 @@
+#include "plan/transpose_plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace torch_inplace {
+namespace plan {
+
+namespace {
+const char* const kNames[] = {"auto",    "noop",    "square",  "c2r",     "r2c",    "skinny",
+                              "tiled31", "tiled32", "tiled21", "tiled22", "padded", "cut"};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Algo::kCount), "algo names");
+
+int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
+}  // namespace
+
+const char* algo_name(Algo a) {
+  const int i = static_cast<int>(a);
+  return (i >= 0 && i < static_cast<int>(Algo::kCount)) ? kNames[i] : "?";
+}
+
+bool algo_from_name(const std::string& name, Algo* out) {
+  for (int i = 0; i < static_cast<int>(Algo::kCount); ++i) {
+    if (name == kNames[i]) {
+      *out = static_cast<Algo>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> algo_names() { return {std::begin(kNames), std::end(kNames)}; }
+
+std::string Plan::explain() const {
+  std::ostringstream os;
+  os << algo_name(algo) << " for " << problem.batch << " x (" << problem.rows << " x " << problem.cols << ") of "
+     << problem.esize << "-byte elements: " << reason << "; scratch " << scratch_bytes << " B";
+  return os.str();
+}
+
+int64_t cpu_panel_width(int64_t esize) { return std::max<int64_t>(1, kCpuPanelBytes / esize); }
+
+CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
+                                    int64_t chunks) {
+  CpuScratchLayout l;
+  l.bitmap_words = (m + 63) / 64;
+  l.visited_off = 0;
+  l.leaders_off = align64(l.bitmap_words * 8);
+  // A thread gathers one row (n elements) in the row shuffle, or one panel's saved rows plus one row segment
+  // in the column steps.
+  l.thread_elems = std::max<int64_t>(n, panel * panel + panel);
+  l.threads_off = l.leaders_off + align64(l.bitmap_words * 8);
+  l.chunk_elems = chunks > 1 ? panel * panel : 0;
+  l.chunks_off = l.threads_off + threads * align64(l.thread_elems * esize);
+  l.total = l.chunks_off + chunks * align64(l.chunk_elems * esize);
+  if (chunks <= 1) l.total = l.chunks_off;
+  return l;
+}
+
+namespace {
+
+Plan base_plan(const Problem& p, Algo a, std::string why) {
+  Plan plan;
+  plan.algo = a;
+  plan.problem = p;
+  plan.reason = std::move(why);
+  return plan;
+}
+
+Plan cpu_catanzaro(const Problem& p, const DeviceCaps& caps, Algo a, std::string why) {
+  Plan plan = base_plan(p, a, std::move(why));
+  const bool r2c = (a == Algo::R2C) || (a == Algo::Skinny && p.rows <= p.cols);
+  // C2R works on (m, n) = (rows, cols); R2C on the (cols, rows) view. Either way the row shuffle runs on
+  // rows of length n, the columns have length m.
+  const int64_t m = r2c ? p.cols : p.rows;
+  const int64_t n = r2c ? p.rows : p.cols;
+  plan.c2r = c2r::Params(m, n);
+  plan.threads = std::max(1, caps.num_threads);
+  if (a == Algo::Skinny) {
+    plan.panel = n;  // all columns at once; the column steps are split into row chunks instead
+    plan.chunks = std::max<int64_t>(1, std::min<int64_t>(4 * plan.threads, m / std::max<int64_t>(4096, 2 * n)));
+  } else {
+    plan.panel = std::min(n, cpu_panel_width(p.esize));
+    plan.chunks = 1;
+  }
+  plan.scratch_bytes = cpu_scratch_layout(m, n, p.esize, plan.threads, plan.panel, plan.chunks).total;
+  return plan;
+}
+
+}  // namespace
+
+std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
+  std::vector<Plan> out;
+  const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
+  auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
+  if (want(Algo::Square) && p.rows == p.cols) {
+    out.push_back(base_plan(p, Algo::Square, "rows == cols: swap tile pairs across the diagonal, no scratch"));
+  }
+  if (want(Algo::Skinny) && lo <= kSkinnyMax && lo >= 2 && hi > lo) {
+    out.push_back(cpu_catanzaro(p, caps, Algo::Skinny,
+                                "short side <= 64: Catanzaro with the whole short side as one panel and the "
+                                "column steps split into row chunks across threads"));
+  }
+  const bool tall = p.rows > p.cols;
+  Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
+  if (want(first)) {
+    out.push_back(cpu_catanzaro(p, caps, first,
+                                tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
+                                     : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on "
+                                       "the short side"));
+  }
+  if (want(second)) {
+    out.push_back(cpu_catanzaro(p, caps, second, "forced or fallback: the other Catanzaro direction"));
+  }
+  return out;
+}
+
+Plan make_plan(const Problem& p, const DeviceCaps& caps, Algo forced, int64_t workspace_limit) {
+  if (p.batch == 0 || p.rows == 0 || p.cols == 0 || p.rows == 1 || p.cols == 1) {
+    // The bytes of a vector or an empty tensor already are their transpose; every forced algorithm agrees.
+    return base_plan(p, Algo::Noop, p.batch == 0 || p.rows == 0 || p.cols == 0
+                                         ? "empty tensor: nothing to move"
+                                         : "a single row or column: the bytes already are the transpose");
+  }
+  if (forced == Algo::Noop) throw PlanError{"algorithm 'noop' only applies to empty tensors and vectors"};
+  std::vector<Plan> cands =
+      caps.backend == Backend::CPU ? cpu_candidates(p, caps, forced) : gpu_candidates(p, caps, forced);
+  if (cands.empty()) {
+    std::ostringstream os;
+    os << "algorithm '" << algo_name(forced) << "' cannot transpose a " << p.rows << " x " << p.cols
+       << " matrix on " << (caps.backend == Backend::CPU ? "CPU" : "GPU");
+    throw PlanError{os.str()};
+  }
+  if (workspace_limit < 0) return cands.front();
+  for (const Plan& c : cands) {
+    if (c.scratch_bytes <= workspace_limit) {
+      Plan chosen = c;
+      if (&c != &cands.front()) {
+        chosen.reason += " (the workspace limit of " + std::to_string(workspace_limit) + " B excluded " +
+                         algo_name(cands.front().algo) + ", which needs " +
+                         std::to_string(cands.front().scratch_bytes) + " B)";
+      }
+      return chosen;
+    }
+  }
+  const Plan* smallest = &cands.front();
+  for (const Plan& c : cands) {
+    if (c.scratch_bytes < smallest->scratch_bytes) smallest = &c;
+  }
+  std::ostringstream os;
+  os << "no algorithm fits the workspace limit of " << workspace_limit << " B for a " << p.batch << " x ("
+     << p.rows << " x " << p.cols << ") tensor of " << p.esize << "-byte elements; the smallest, "
+     << algo_name(smallest->algo) << ", needs " << smallest->scratch_bytes << " B";
+  throw PlanError{os.str()};
+}
+
+}  // namespace plan
+}  // namespace torch_inplace

@@ -1,0 +1,115 @@
+// The transposition planner: which algorithm moves a (batch, rows, cols) tensor of `esize`-byte elements into
+// its (batch, cols, rows) transpose in place, with which parameters, and how many bytes of scratch it needs.
+// Plain C++ (no framework types) so that tests/cpp can check it exhaustively.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/c2r.h"
+
+namespace torch_inplace {
+namespace plan {
+
+enum class Algo : int {
+  Auto = 0,   // let the planner choose
+  Noop,       // empty tensor, or rows == 1 or cols == 1: the bytes already are the transpose
+  Square,     // rows == cols: swap tile pairs across the diagonal
+  C2R,        // Catanzaro columns-to-rows decomposition of the rows x cols matrix (paper 003)
+  R2C,        // Catanzaro's inverse decomposition applied to the cols x rows view (paper 003)
+  Skinny,     // one side <= kSkinnyMax (AoS <-> SoA): the short side kept on chip / in cache
+  Tiled31,    // Gomez-Luna/Sung sequence 3.1: 100! (super-elements of n), 0010! (tiles), 0100! (paper 000)
+  Tiled32,    // sequence 3.2: 0100!, 0010!, 100!
+  Tiled21,    // sequence 2.1: 010! (m x N tiles on chip), 100!
+  Tiled22,    // sequence 2.2: 100!, 010! (M x n tiles on chip)
+  Padded,     // pad to a well-factored shape inside the storage's slack, tile, unpad (paper 000 sec. 6.2)
+  Cut,        // cut the awkward rows/columns into scratch, tile the rest, re-insert (Karlsson, paper 004)
+  kCount
+};
+
+const char* algo_name(Algo a);
+// Parses "auto", "square", "c2r", ... ; returns false for an unknown name.
+bool algo_from_name(const std::string& name, Algo* out);
+std::vector<std::string> algo_names();
+
+enum class Backend : int { CPU = 0, CUDA = 1 };
+
+// What the planner needs to know about where the tensor lives.
+struct DeviceCaps {
+  Backend backend = Backend::CPU;
+  int num_threads = 1;             // CPU: intra-op threads
+  int num_sms = 0;                 // GPU: multiprocessors
+  int64_t smem_per_block = 0;      // GPU: opt-in shared memory per block, bytes
+  int warp_size = 32;              // GPU: warp / wavefront width
+  int64_t l2_bytes = 0;            // GPU: L2 size
+};
+
+struct Problem {
+  int64_t batch = 1;
+  int64_t rows = 0;                // the matrix is rows x cols (row-major) and becomes cols x rows
+  int64_t cols = 0;
+  int64_t esize = 4;               // element size in bytes: 1, 2, 4, 8 or 16
+  int64_t slack_bytes = 0;         // bytes of storage past the tensor that the op may use (padding)
+};
+
+constexpr int64_t kSkinnyMax = 64;     // short side, in elements, for the skinny (AoS <-> SoA) path
+constexpr int64_t kCpuPanelBytes = 128; // CPU: columns handled together in the column steps (one panel)
+
+struct Plan {
+  Algo algo = Algo::Noop;
+  Problem problem;
+  int64_t scratch_bytes = 0;       // total scratch the op allocates (through the workspace helper)
+  std::string reason;              // why this algorithm (the "explain" text)
+  // Catanzaro parameters: C2R works on (m, n) = (rows, cols); R2C on (m, n) = (cols, rows).
+  c2r::Params c2r;
+  int64_t panel = 0;               // CPU: columns per panel in the column steps
+  int64_t chunks = 1;              // CPU skinny: row chunks each column step is split into
+  int64_t threads = 1;             // CPU: threads the scratch is sized for
+  // Tiled algorithms: the matrix is (M', m, N', n) with rows = M'*m, cols = N'*n.
+  int64_t tile_m = 0, tile_n = 0;
+  // Padding / cutting: rows x cols is treated as (rows + pad_rows) x (cols + pad_cols), or the last cut_rows
+  // rows / cut_cols columns are set aside.
+  int64_t pad_rows = 0, pad_cols = 0, cut_rows = 0, cut_cols = 0;
+  // GPU: implementation detail chosen by the GPU planner (kernel variant, threads per block, ...).
+  int64_t variant = 0;
+
+  // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".
+  std::string explain() const;
+};
+
+// Why a forced or limited plan is impossible is reported by throwing PlanError (the op turns it into a
+// TORCH_CHECK failure that names the op).
+struct PlanError {
+  std::string message;
+};
+
+// Chooses (or, with `forced` != Auto, checks and parameterises) an algorithm. `workspace_limit` < 0 means
+// no limit; otherwise only plans whose scratch_bytes fit are returned, else PlanError.
+Plan make_plan(const Problem& p, const DeviceCaps& caps, Algo forced = Algo::Auto, int64_t workspace_limit = -1);
+
+// The CPU and GPU planners (transpose_plan.cpp, gpu_plan.cpp). Each returns the candidate list for a problem,
+// best first; make_plan takes the first that fits the limit (or the forced one).
+std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced);
+std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced);
+
+// Slack bytes (past the elements) that empty_transposable gives a tensor so that GPU transposes of it, either
+// way round, can take the padded path (gpu_plan.cpp); 0 where padding never helps.
+int64_t padding_slack_bytes(const Problem& p);
+
+// Scratch bytes of the CPU Catanzaro engine for an (m, n) decomposition with `threads` threads.
+// Layout of that scratch (offsets in bytes, each 64-byte aligned): two bitmaps of m bits (visited, cycle
+// leaders of the row permutation q), one buffer per thread, and for the skinny path one saved block of
+// `panel` rows x `panel` columns per row chunk.
+struct CpuScratchLayout {
+  int64_t bitmap_words = 0, visited_off = 0, leaders_off = 0;
+  int64_t thread_elems = 0, threads_off = 0;
+  int64_t chunk_elems = 0, chunks_off = 0;
+  int64_t total = 0;
+};
+CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
+                                    int64_t chunks);
+int64_t cpu_panel_width(int64_t esize);
+
+}  // namespace plan
+}  // namespace torch_inplace

@@ -1,0 +1,160 @@
+"""torch_inplace: in-place transposition and small batched LU / inverse as PyTorch operators.
+
+Every function here is a thin, typed wrapper around a ``torch.ops.inplace.*`` operator, so the same ops are
+available to TorchScript and to C++ (LibTorch) callers.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator, NamedTuple, Optional, Sequence
+
+import torch
+
+from . import _C  # noqa: F401  (loads the library; its static registrars define torch.ops.inplace.*)
+
+__all__ = [
+    "transpose_",
+    "aos_to_soa_",
+    "soa_to_aos_",
+    "plan",
+    "Plan",
+    "algorithms",
+    "empty_transposable",
+    "workspace_limit",
+    "get_workspace_limit",
+    "set_workspace_limit",
+    "workspace_stats",
+    "reset_workspace_stats",
+    "WorkspaceStats",
+]
+
+__version__ = "0.1.0"
+
+_ops = torch.ops.inplace
+
+ALGORITHMS = ("auto", "noop", "square", "c2r", "r2c", "skinny", "tiled31", "tiled32", "tiled21", "tiled22",
+              "padded", "cut")
+
+
+def algorithms() -> tuple[str, ...]:
+    """Names accepted by ``transpose_(t, algorithm=...)`` and :func:`plan` (not every one applies to every
+    shape or device; the planner says why when it refuses)."""
+    return ALGORITHMS
+
+
+def transpose_(t: torch.Tensor, *, algorithm: str = "auto") -> torch.Tensor:
+    """Transpose the last two dims of ``t`` physically, in its own storage.
+
+    Args:
+        t: a contiguous tensor of shape ``(..., m, n)`` and any dtype of 1, 2, 4, 8 or 16 bytes, on the CPU or a
+            CUDA/ROCm device, that owns its whole storage (storage offset 0, no other tensor sharing it).
+        algorithm: ``"auto"`` (the planner's choice) or an algorithm name from :func:`algorithms`, for tests and
+            benchmarks.
+
+    Returns:
+        ``t`` itself, now a contiguous ``(..., n, m)`` tensor with ``t[..., j, i]`` equal to the old
+        ``t[..., i, j]``; ``t.data_ptr()`` is unchanged.
+
+    Raises:
+        RuntimeError: naming ``transpose_``, for a non-contiguous tensor, fewer than 2 dims, a storage offset,
+            a storage with other elements outside the tensor, a storage shared with another tensor, an
+            unsupported element size, an unknown or inapplicable algorithm, or a workspace limit no plan fits.
+            The tensor is unchanged after a refusal.
+    """
+    return _ops.transpose_(t, algorithm=algorithm)
+
+
+def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
+    """Array of structures ``(..., N, F)`` -> structure of arrays ``(..., F, N)``, in place.
+
+    The same permutation as :func:`transpose_`, planned for a small structure dimension ``F`` (the skinny path
+    keeps the short side on chip). Same requirements and errors as :func:`transpose_`, naming ``aos_to_soa_``.
+    """
+    return _ops.aos_to_soa_(t)
+
+
+def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
+    """Structure of arrays ``(..., F, N)`` -> array of structures ``(..., N, F)``, in place.
+
+    The inverse of :func:`aos_to_soa_`. Same requirements and errors as :func:`transpose_`, naming
+    ``soa_to_aos_``.
+    """
+    return _ops.soa_to_aos_(t)
+
+
+class Plan(NamedTuple):
+    """What :func:`transpose_` would do for a shape: ``algorithm``, the ``scratch_bytes`` it allocates and
+    ``explanation`` (why)."""
+
+    algorithm: str
+    scratch_bytes: int
+    explanation: str
+
+
+def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+         algorithm: str = "auto") -> Plan:
+    """The planner's choice for transposing a ``(..., m, n)`` tensor of ``dtype`` on ``device`` in place,
+    under the current workspace limit (raises if none fits, or if a forced ``algorithm`` cannot apply)."""
+    name, scratch, why = _ops._plan_transpose(list(shape), dtype, torch.device(device), algorithm)
+    return Plan(name, scratch, why)
+
+
+def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype] = None,
+                       device: torch.device | str | None = None) -> torch.Tensor:
+    """An uninitialised contiguous tensor whose storage carries the slack the GPU planner can use to pad
+    awkward shapes, so later :func:`transpose_` calls (either way round) may take the padded path.
+
+    Accepts ``empty_transposable(m, n)`` or ``empty_transposable((b, m, n))``.
+    """
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = tuple(shape[0])
+    dev = torch.device(device) if device is not None else None
+    return _ops.empty_transposable(list(shape), dtype=dtype, device=dev)
+
+
+def get_workspace_limit() -> int:
+    """The process-wide limit on scratch bytes per op call (-1: none)."""
+    return int(_ops._workspace_limit())
+
+
+def set_workspace_limit(nbytes: Optional[int]) -> None:
+    """Set the process-wide scratch limit per op call; ``None`` or -1 removes it."""
+    _ops._set_workspace_limit(-1 if nbytes is None else int(nbytes))
+
+
+@contextlib.contextmanager
+def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
+    """Context manager: inside it the planner only picks algorithms whose scratch fits in ``nbytes`` and ops
+    raise (before touching their input) when none does. Restores the previous limit on exit."""
+    previous = get_workspace_limit()
+    set_workspace_limit(nbytes)
+    try:
+        yield
+    finally:
+        set_workspace_limit(previous)
+
+
+class WorkspaceStats(NamedTuple):
+    last_bytes: int
+    peak_bytes: int
+    total_bytes: int
+    calls: int
+
+
+def workspace_stats() -> WorkspaceStats:
+    """Scratch bytes recorded by the ops since the last :func:`reset_workspace_stats`."""
+    return WorkspaceStats(*[int(v) for v in _ops._workspace_stats()])
+
+
+def reset_workspace_stats() -> None:
+    _ops._reset_workspace_stats()
+
+
+def _library_path() -> str:
+    return _C.__file__
+
+
+def get_library_path() -> str:
+    """Path of the compiled library (for ``torch.ops.load_library`` in other processes)."""
+    return os.path.abspath(_library_path())
