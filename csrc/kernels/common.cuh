@@ -1,0 +1,65 @@
+// Portability layer for the pure device code in csrc/kernels: the same headers compile with nvcc (CUDA) and
+// hipcc (HIP, including Debian's ROCm 5.2 hipcc for gfx90a without ATen). No framework types here.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#define TI_HIP 1
+#else
+#include <cuda_runtime.h>
+#define TI_HIP 0
+#endif
+
+#include "plan/c2r.h"  // TI_HOST_DEVICE and the Catanzaro index math
+
+// Warp (wavefront) width: ATen's C10_WARP_SIZE where ATen is included, else the platform's.
+#if defined(C10_WARP_SIZE)
+#define TI_WARP_SIZE C10_WARP_SIZE
+#elif defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#define TI_WARP_SIZE 64
+#else
+#define TI_WARP_SIZE 32
+#endif
+
+#define TI_DEVICE __device__ __forceinline__
+
+namespace torch_inplace {
+namespace kernels {
+
+constexpr int kWarpSize = TI_WARP_SIZE;
+
+// Butterfly shuffles over the whole warp/wavefront, with no hard-coded 32-lane mask.
+template <typename T>
+TI_DEVICE T shfl_xor(T v, int lane_mask, int width = kWarpSize) {
+#if TI_HIP
+  return __shfl_xor(v, lane_mask, width);
+#else
+  // CUDA warps are 32 lanes: the full-warp mask is all ones, which __activemask-free code needs here.
+  return __shfl_xor_sync(static_cast<unsigned>(~0u), v, lane_mask, width);
+#endif
+}
+
+template <typename T>
+TI_DEVICE T shfl(T v, int src_lane, int width = kWarpSize) {
+#if TI_HIP
+  return __shfl(v, src_lane, width);
+#else
+  return __shfl_sync(static_cast<unsigned>(~0u), v, src_lane, width);
+#endif
+}
+
+// Bytes moved as one element: transposition only moves bytes, so kernels are instantiated per element size.
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+template <int S> struct ElemOf;
+template <> struct ElemOf<1> { using type = uint8_t; };
+template <> struct ElemOf<2> { using type = uint16_t; };
+template <> struct ElemOf<4> { using type = uint32_t; };
+template <> struct ElemOf<8> { using type = uint64_t; };
+template <> struct ElemOf<16> { using type = Bytes16; };
+
+}  // namespace kernels
+}  // namespace torch_inplace
