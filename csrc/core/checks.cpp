@@ -61,34 +61,42 @@ int64_t storage_slack_bytes(const at::Tensor& self) {
   return have - used;
 }
 
-void check_transposable(const at::Tensor& self, const char* op, bool check_aliases) {
+void check_transposable(const at::Tensor& self, const char* op, CheckLevel level) {
   TORCH_CHECK(self.defined(), op, ": expected a tensor, got an undefined tensor");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
   TORCH_CHECK(!self.is_quantized(), op, ": expected a non-quantized tensor, got dtype ", self.scalar_type());
   TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),
-              "-D tensor of shape ", shape_str(self));
+              "-D tensor of shape ", self.sym_sizes());
   const int64_t es = static_cast<int64_t>(self.element_size());
   TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
               ": expected elements of 1, 2, 4, 8 or 16 bytes, got dtype ", self.scalar_type(), " (", es, " bytes)");
+  // Tracing with symbolic shapes (torch.compile dynamic=True): the eager checks ran, or will run, on real
+  // tensors; nothing here can be decided without guarding on sizes.
+  if (self.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return;
   TORCH_CHECK(self.is_contiguous(), op, ": expected a contiguous tensor, got shape ", shape_str(self),
               " with strides ", self.strides(), " (call .contiguous() first; the result would not be in place)");
   if (self.numel() == 0) return;  // nothing moves: only the shape changes
+  // Ownership and aliasing are about tensors a user can see. Framework machinery (fake and meta tensors,
+  // dispatch modes such as opcheck's, tensor subclasses) makes copies and shallow aliases of its own; the
+  // kernels only ever touch the tensor's own elements, so skipping these checks there is memory-safe.
+  if (self.is_meta() || self.key_set().has(c10::DispatchKey::Python) ||
+      (level == CheckLevel::kPublic && c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python))) {
+    return;
+  }
   TORCH_CHECK(self.has_storage(), op, ": expected a tensor with storage, got one without (", self.toString(), ")");
   TORCH_CHECK(self.storage_offset() == 0, op,
               ": expected a tensor that owns its whole storage, got a storage offset of ", self.storage_offset(),
               " elements (a view into a larger tensor; call .clone() first)");
   const int64_t used = self.numel() * es;
   const int64_t have = static_cast<int64_t>(self.storage().nbytes());
-  TORCH_CHECK(have == used || (have > used && is_registered(self.storage())), op,
+  TORCH_CHECK(have >= used, op, ": expected a storage of at least ", used, " bytes, got ", have, " bytes");
+  if (level == CheckLevel::kMemory) return;
+  // Storage past the elements is harmless when nobody else can reach it: the tensor is not a view and is the
+  // storage's only holder (e.g. after resize_ to fewer elements), or the slack came from empty_transposable.
+  const bool sole_holder = !self.is_view() && self.storage().use_count() == 1;
+  TORCH_CHECK(have == used || (have > used && (sole_holder || is_registered(self.storage()))), op,
               ": expected a tensor that owns its whole storage, got ", used, " bytes of elements in a storage of ",
-              have, " bytes (other elements of the storage lie outside the tensor; call .clone() first)");
-  if (!check_aliases) return;
-  // Framework machinery (fake tensors, dispatch modes such as opcheck's) makes shallow copies of its own; the
-  // alias rule is for user-visible tensors in eager mode.
-  if (self.key_set().has(c10::DispatchKey::Python) ||
-      c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python)) {
-    return;
-  }
+              have, " bytes that another tensor can reach (a view of part of a larger tensor; call .clone() first)");
   // Tensors that share this storage: the tensor itself, and the base it is a view of (which shares its version
   // counter, so autograd uses of the base are invalidated as for any in-place op on a view). Any other holder
   // (another view, an alias, a tensor saved for backward) would silently see permuted bytes.

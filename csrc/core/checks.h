@@ -7,12 +7,20 @@
 
 namespace torch_inplace {
 
-// Throws (TORCH_CHECK, naming `op`) unless `self` can be transposed in place: a dense strided contiguous tensor
-// of >= 2 dims and 1/2/4/8/16-byte elements that starts its storage and owns all of it (or whose storage came
-// from torch_inplace.empty_transposable, whose slack is the op's). With `check_aliases`, also refuses a tensor
-// whose storage another live tensor shares (a view or alias, or a tensor saved for backward), since that
-// tensor would silently change.
-void check_transposable(const at::Tensor& self, const char* op, bool check_aliases);
+// How much check_transposable enforces.
+enum class CheckLevel {
+  // What memory safety needs (the private data-only op's kernels): a dense strided contiguous tensor of >= 2
+  // dims and 1/2/4/8/16-byte elements, at storage offset 0, whose storage holds all its elements.
+  kMemory,
+  // The public contract (transpose_, aos_to_soa_, soa_to_aos_): also that the tensor owns its whole storage (no
+  // other tensor can reach storage past its elements, unless the slack came from empty_transposable) and that
+  // no other live tensor shares the storage (a view or alias, or a tensor saved for backward), since such a
+  // tensor would silently change. Skipped for framework machinery (fake/meta tensors, dispatch modes).
+  kPublic,
+};
+
+// Throws (TORCH_CHECK, naming `op`) unless `self` passes `level`; everything is checked before a byte moves.
+void check_transposable(const at::Tensor& self, const char* op, CheckLevel level);
 
 // Bytes of storage past the tensor's elements that belong to it (slack from empty_transposable), else 0.
 int64_t storage_slack_bytes(const at::Tensor& self);

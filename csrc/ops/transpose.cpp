@@ -28,18 +28,23 @@ std::vector<int64_t> contiguous_strides(c10::IntArrayRef sizes) {
 }
 
 at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view algorithm) {
-  check_transposable(self, op, /*check_aliases=*/true);
+  check_transposable(self, op, CheckLevel::kPublic);
   parse_algorithm(std::string(algorithm), op);
-  if (self.numel() > 0) {
-    static auto data_op = c10::Dispatcher::singleton()
-                              .findSchemaOrThrow("inplace::_transpose_data_", "")
-                              .typed<void(at::Tensor&, c10::string_view)>();
-    data_op.call(self, algorithm);
-  }
+  static auto data_op = c10::Dispatcher::singleton()
+                            .findSchemaOrThrow("inplace::_transpose_data_", "")
+                            .typed<void(at::Tensor&, c10::string_view)>();
+  data_op.call(self, algorithm);
+  // Sizes may be symbolic under torch.compile(dynamic=True): build the new geometry with SymInts.
   const int64_t d = self.dim();
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  std::vector<c10::SymInt> sizes(self.sym_sizes().begin(), self.sym_sizes().end());
   std::swap(sizes[d - 1], sizes[d - 2]);
-  self.as_strided_(sizes, contiguous_strides(sizes), 0);
+  std::vector<c10::SymInt> strides(d);
+  c10::SymInt s = 1;
+  for (int64_t i = d - 1; i >= 0; --i) {
+    strides[i] = s;
+    s = s * sizes[i].max(c10::SymInt(1));
+  }
+  self.as_strided__symint(sizes, strides, c10::SymInt(0));
   return self;
 }
 

@@ -333,7 +333,7 @@ void run_plan(const plan::Plan& plan, uint8_t* data, uint8_t* scratch) {
 
 void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
   const char* op = "transpose_";
-  check_transposable(self, op, /*check_aliases=*/false);
+  check_transposable(self, op, CheckLevel::kMemory);
   const plan::Problem problem = transpose_problem(self);
   const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
   if (pl.algo == plan::Algo::Noop) {

@@ -7,7 +7,7 @@
 namespace torch_inplace {
 namespace {
 void transpose_data_meta(at::Tensor& self, c10::string_view algorithm) {
-  check_transposable(self, "transpose_", /*check_aliases=*/false);
+  check_transposable(self, "transpose_", CheckLevel::kMemory);
   parse_algorithm(std::string(algorithm), "transpose_");
 }
 }  // namespace
