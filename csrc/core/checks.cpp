@@ -32,6 +32,14 @@ bool is_registered(const c10::Storage& storage) {
 
 DeviceCapsProvider g_gpu_caps = nullptr;
 
+// References to a storage other than its own Python object's: a Python storage object (x.untyped_storage(),
+// torch.save) holds a counted reference for its lifetime, but it is raw bytes, not a tensor that could be
+// silently wrong.
+int64_t tensor_holders(const c10::Storage& storage) {
+  const auto* impl = storage.unsafeGetStorageImpl();
+  return static_cast<int64_t>(storage.use_count()) - (impl->pyobj_slot()->load_pyobj() != nullptr ? 1 : 0);
+}
+
 std::string shape_str(const at::TensorBase& t) {
   std::ostringstream os;
   os << t.sizes();
@@ -93,7 +101,7 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   if (level == CheckLevel::kMemory) return;
   // Storage past the elements is harmless when nobody else can reach it: the tensor is not a view and is the
   // storage's only holder (e.g. after resize_ to fewer elements), or the slack came from empty_transposable.
-  const bool sole_holder = !self.is_view() && self.storage().use_count() == 1;
+  const bool sole_holder = !self.is_view() && tensor_holders(self.storage()) == 1;
   TORCH_CHECK(have == used || (have > used && (sole_holder || is_registered(self.storage()))), op,
               ": expected a tensor that owns its whole storage, got ", used, " bytes of elements in a storage of ",
               have, " bytes that another tensor can reach (a view of part of a larger tensor; call .clone() first)");
@@ -103,12 +111,20 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   int64_t expected = 1;
   if (self.is_view()) {
     const at::TensorBase& base = self._base();
-    if (base.defined() && base.has_storage() && base.storage().is_alias_of(self.storage())) expected = 2;
+    if (base.defined() && base.has_storage() && base.storage().is_alias_of(self.storage())) {
+      // The base is kept alive by this view. If Python code still references it (its PyObject has more than
+      // the one reference the C++ side keeps), the caller can still see it: refuse.
+      const auto* slot = base.unsafeGetTensorImpl()->pyobj_slot();
+      TORCH_CHECK(slot->load_pyobj() == nullptr || slot->has_unique_reference(), op,
+                  ": expected a tensor whose storage no other tensor shares, got a view of a live tensor of shape ",
+                  shape_str(base), " (transposing in place would silently change it; call .clone() first)");
+      expected = 2;
+    }
   }
-  const size_t users = self.storage().use_count();
-  TORCH_CHECK(static_cast<int64_t>(users) <= expected, op,
+  const int64_t users = tensor_holders(self.storage());
+  TORCH_CHECK(users <= expected, op,
               ": expected a tensor whose storage no other tensor shares, got a storage shared with ",
-              static_cast<int64_t>(users) - expected,
+              users - expected,
               " other tensor(s) (a view or alias of it, or a tensor saved for backward); transposing in place "
               "would silently change them (call .clone() first)");
 }

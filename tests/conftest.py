@@ -1,0 +1,50 @@
+import os
+import sys
+
+import pytest
+import torch
+
+import torch_inplace  # noqa: F401  (registers torch.ops.inplace.*)
+
+HAS_GPU = torch.cuda.is_available()
+
+# One dtype per element size (bytes moved), plus the special ones the issue names.
+DTYPE_BY_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
+ALL_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+              torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]
+
+
+def devices():
+    """CPU always; the GPU too where there is one (those cases carry the gpu marker)."""
+    out = ["cpu"]
+    if HAS_GPU:
+        out.append(pytest.param("cuda", marks=pytest.mark.gpu))
+    return out
+
+
+def rand(shape, dtype, device="cpu", generator=None):
+    """Random (never constant) data of any dtype, so unwritten or misplaced elements show."""
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool().to(device)
+    if dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, generator=generator).to(device)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype).to(device)
+    info = torch.iinfo(dtype)
+    lo, hi = max(info.min, -(2**31)), min(info.max, 2**31 - 1)
+    return torch.randint(lo, hi, shape, generator=generator, dtype=torch.int64).to(dtype).to(device)
+
+
+def ref_transpose(x):
+    """Out-of-place reference: a fresh contiguous copy of x.mT (never a view of x)."""
+    return x.mT.clone(memory_format=torch.contiguous_format)
+
+
+def python_subprocess_env():
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(torch_inplace.__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+PY = sys.executable

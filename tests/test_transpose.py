@@ -1,0 +1,248 @@
+"""transpose_, aos_to_soa_, soa_to_aos_: correctness on every element size and shape class, and refusals."""
+import random
+
+import pytest
+import torch
+
+import torch_inplace
+from conftest import ALL_DTYPES, DTYPE_BY_SIZE, devices, rand, ref_transpose
+
+OPS = {
+    "transpose_": torch.ops.inplace.transpose_,
+    "aos_to_soa_": torch.ops.inplace.aos_to_soa_,
+    "soa_to_aos_": torch.ops.inplace.soa_to_aos_,
+}
+
+
+def check_inplace(x, op=torch.ops.inplace.transpose_, **kw):
+    ref = ref_transpose(x)
+    ptr, storage = x.data_ptr(), x.untyped_storage().nbytes()
+    out = op(x, **kw)
+    assert out is x
+    assert x.data_ptr() == ptr and x.untyped_storage().nbytes() == storage
+    assert x.is_contiguous() and x.shape == ref.shape
+    torch.testing.assert_close(x, ref, rtol=0, atol=0, equal_nan=True)
+
+
+def test_issue_example():
+    t = torch.arange(6.0).reshape(2, 3)
+    p = t.data_ptr()
+    torch.ops.inplace.transpose_(t)
+    assert t.shape == (3, 2) and t.data_ptr() == p and t.is_contiguous() and t.tolist() == [[0, 3], [1, 4], [2, 5]]
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
+def test_every_shape_up_to_64(esize, device):
+    dtype = DTYPE_BY_SIZE[esize]
+    g = torch.Generator().manual_seed(esize)
+    for m in range(1, 65):
+        for n in range(1, 65):
+            check_inplace(rand((m, n), dtype, device, g))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("algorithm", ["c2r", "r2c", "square", "skinny"])
+def test_forced_algorithms_small(algorithm, device):
+    g = torch.Generator().manual_seed(7)
+    ran = 0
+    for m in range(2, 41):
+        for n in range(2, 41):
+            try:
+                torch_inplace.plan((m, n), torch.float32, device, algorithm=algorithm)
+            except RuntimeError as e:
+                assert "cannot" in str(e)
+                continue
+            check_inplace(rand((m, n), torch.float32, device, g), algorithm=algorithm)
+            ran += 1
+    assert ran > 0
+
+
+@pytest.mark.parametrize("device", devices())
+def test_random_shapes(device):
+    """>= 200 random shapes up to 3000 x 3000 (both-prime, skinny, squares included), every element size."""
+    rng = random.Random(1234)
+    g = torch.Generator().manual_seed(1234)
+    primes = [p for p in range(2, 3000) if all(p % d for d in range(2, int(p**0.5) + 1))]
+    shapes = []
+    for i in range(210):
+        kind = i % 6
+        if kind == 0:
+            shapes.append((rng.choice(primes), rng.choice(primes)))
+        elif kind == 1:
+            s = rng.randint(1, 3000)
+            shapes.append((s, s))
+        elif kind == 2:
+            shapes.append((rng.randint(1000, 60000), rng.randint(2, 64)))
+        elif kind == 3:
+            shapes.append((rng.randint(2, 64), rng.randint(1000, 60000)))
+        else:
+            # log-uniform so that most shapes stay quick on a 2-core CI machine
+            shapes.append((int(10 ** rng.uniform(0, 3.48)), int(10 ** rng.uniform(0, 3.48))))
+    sizes = sorted(DTYPE_BY_SIZE)
+    for i, (m, n) in enumerate(shapes):
+        check_inplace(rand((m, n), DTYPE_BY_SIZE[sizes[i % len(sizes)]], device, g))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 3, 7, 11), (5, 1, 9), (4, 9, 1), (2, 6, 6), (6, 100, 3),
+                                   (1, 1, 1), (3, 128, 129)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex128, torch.uint8])
+def test_batched(shape, dtype, device):
+    check_inplace(rand(shape, dtype, device))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0), (2, 0, 3), (0, 3, 4), (3, 4, 0)])
+@pytest.mark.parametrize("op", list(OPS))
+def test_empty(shape, op, device):
+    x = torch.empty(shape, device=device)
+    OPS[op](x)
+    assert x.shape == (*shape[:-2], shape[-1], shape[-2]) and x.is_contiguous()
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_every_dtype(dtype, device):
+    for shape in [(37, 53), (64, 64), (1000, 3), (2, 17, 19)]:
+        check_inplace(rand(shape, dtype, device))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("fields", [2, 3, 4, 7, 16, 31, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_aos_soa_roundtrip(fields, dtype, device):
+    aos = rand((3, 10007, fields), dtype, device)
+    orig = aos.clone()
+    check_inplace(aos, torch.ops.inplace.aos_to_soa_)
+    assert aos.shape == (3, fields, 10007)
+    torch.testing.assert_close(aos, orig.mT, rtol=0, atol=0)
+    check_inplace(aos, torch.ops.inplace.soa_to_aos_)
+    torch.testing.assert_close(aos, orig, rtol=0, atol=0)
+
+
+def test_twice_is_identity():
+    x = rand((123, 457), torch.float64)
+    orig = x.clone()
+    torch_inplace.transpose_(torch_inplace.transpose_(x))
+    torch.testing.assert_close(x, orig, rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_more_than_2_to_the_31_elements():
+    """uint8, 32771 x 65537 = 2,147,713,027 elements (> 2^31): 64-bit indexing end to end."""
+    m, n = 32771, 65537
+    assert m * n > 2**31
+    x = torch.empty((m, n), dtype=torch.uint8)
+    # cheap non-constant fill: a byte pattern no transpose maps onto itself
+    x.view(-1)[: 2**20].copy_(torch.randint(0, 256, (2**20,), dtype=torch.uint8))
+    flat = x.view(-1)
+    step = 2**20
+    for off in range(step, flat.numel(), step):
+        k = min(step, flat.numel() - off)
+        torch.add(flat[off - step: off - step + k], 37 + off // step, out=flat[off: off + k])
+    del flat  # a live view would (rightly) make transpose_ refuse
+    ref = ref_transpose(x)
+    torch_inplace.transpose_(x)
+    assert x.shape == (n, m)
+    assert torch.equal(x, ref)
+
+
+# ---- refusals: each leaves the tensor exactly as it was --------------------------------------------------------
+
+
+def _refusals(device):
+    def base(shape=(4, 6), dtype=torch.float32):
+        return rand(shape, dtype, device)
+
+    cases = []
+    cases.append(("1-D", lambda: base((6,)), "at least 2 dims"))
+    cases.append(("0-D", lambda: base(()), "at least 2 dims"))
+    cases.append(("non-contiguous", lambda: base((6, 4)).mT, "contiguous"))
+
+    def offset_view():
+        b = base((5, 6))
+        return b, b[1:]
+    cases.append(("storage offset", offset_view, "storage offset"))
+
+    def part_view():
+        b = base((8, 6))
+        return b, b[:4]
+    cases.append(("part of a larger tensor", part_view, "owns its whole storage"))
+
+    def aliased():
+        b = base((4, 6))
+        return b, b.view(6, 4)
+    cases.append(("shared with a view", aliased, "no other tensor shares"))
+
+    def detached():
+        b = base((4, 6))
+        return b, b.detach()
+    cases.append(("shared with an alias", detached, "no other tensor shares"))
+    cases.append(("leaf requiring grad", lambda: base((4, 6), torch.float64).requires_grad_(),
+                  "a leaf Variable that requires grad is being used in an in-place operation"))
+
+    def view_of_leaf():  # the base lives only through the view, so autograd's own check is the one that fires
+        return base((4, 6), torch.float64).requires_grad_().view(6, 4)
+    cases.append(("view of a leaf requiring grad", view_of_leaf, "view of a leaf Variable that requires grad"))
+    if device == "cpu":
+        cases.append(("sparse", lambda: base((4, 6)).to_sparse(), "dense"))
+    return cases
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op", list(OPS))
+def test_refusals_leave_tensor_unchanged(op, device):
+    for name, make, match in _refusals(device):
+        made = make()
+        keep, t = made if isinstance(made, tuple) else (None, made)
+        before = t.detach().clone() if t.layout == torch.strided else t.to_dense().clone()
+        shape, stride = tuple(t.shape), (t.stride() if t.layout == torch.strided else None)
+        expect = op if "leaf" not in name else ""  # autograd's own messages for leaves
+        with pytest.raises(RuntimeError, match=match) as info:
+            OPS[op](t)
+        if expect:
+            assert str(info.value).startswith(op + ":"), (name, str(info.value))
+        assert tuple(t.shape) == shape, name
+        if stride is not None:
+            assert t.stride() == stride, name
+            assert torch.equal(t.detach(), before), name
+        del keep
+
+
+@pytest.mark.parametrize("device", devices())
+def test_bad_algorithm_names_and_inapplicable_plans(device):
+    x = rand((5, 7), torch.float32, device)
+    before = x.clone()
+    with pytest.raises(RuntimeError, match=r"transpose_: expected algorithm to be one of .*got 'fastest'"):
+        torch.ops.inplace.transpose_(x, algorithm="fastest")
+    with pytest.raises(RuntimeError, match="transpose_: algorithm 'square' cannot transpose a 5 x 7"):
+        torch.ops.inplace.transpose_(x, algorithm="square")
+    assert x.shape == (5, 7) and torch.equal(x, before)
+
+
+def test_resized_sole_owner_is_accepted():
+    """Storage past the elements that no other tensor can reach is not a reason to refuse."""
+    x = torch.randn(100)
+    x.resize_(6, 7)
+    check_inplace(x)
+
+
+def test_view_whose_base_is_only_held_by_it():
+    x = torch.randn(42).reshape(6, 7)  # a view; its base lives only through it
+    assert x._is_view()
+    check_inplace(x)
+
+
+def test_version_counter_bumps():
+    x = torch.randn(4, 6)
+    v = x._version
+    torch_inplace.transpose_(x)
+    assert x._version > v
+
+
+def test_python_wrapper_is_the_op():
+    x = rand((9, 4), torch.float32)
+    ref = ref_transpose(x)
+    assert torch_inplace.transpose_(x) is x
+    torch.testing.assert_close(x, ref, rtol=0, atol=0)
