@@ -27,6 +27,8 @@ __all__ = [
     "workspace_stats",
     "reset_workspace_stats",
     "WorkspaceStats",
+    "built_with_gpu",
+    "get_library_path",
 ]
 
 __version__ = "0.1.0"
@@ -149,6 +151,11 @@ def workspace_stats() -> WorkspaceStats:
 
 def reset_workspace_stats() -> None:
     _ops._reset_workspace_stats()
+
+
+def built_with_gpu() -> bool:
+    """Whether this build of the library carries GPU (CUDA or HIP) kernels."""
+    return bool(_ops._built_with_gpu())
 
 
 def _library_path() -> str:

@@ -141,6 +141,8 @@ plan::Problem transpose_problem(const at::Tensor& self) {
   return p;
 }
 
+bool has_gpu_kernels() { return g_gpu_caps != nullptr; }
+
 bool register_gpu_caps_provider(DeviceCapsProvider provider) {
   g_gpu_caps = provider;
   return true;

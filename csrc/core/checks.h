@@ -35,6 +35,8 @@ plan::Problem transpose_problem(const at::Tensor& self);
 plan::DeviceCaps device_caps(const c10::Device& device);
 using DeviceCapsProvider = plan::DeviceCaps (*)(int device_index);
 bool register_gpu_caps_provider(DeviceCapsProvider provider);
+// Whether this build carries GPU (CUDA or HIP) kernels.
+bool has_gpu_kernels();
 
 // Parses an algorithm name, naming `op` in the error.
 plan::Algo parse_algorithm(const std::string& name, const char* op);

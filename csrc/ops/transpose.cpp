@@ -134,6 +134,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("soa_to_aos_(Tensor(a!) self) -> Tensor(a!)");
   m.def("_plan_transpose(int[] shape, ScalarType dtype, Device device, str algorithm='auto') -> (str, int, str)",
         &plan_transpose_op);
+  m.def("_built_with_gpu() -> bool", &has_gpu_kernels);
   m.def("_workspace_limit() -> int", &workspace_limit_op);
   m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);

@@ -1,0 +1,73 @@
+"""CPU data point (`make bench-cpu`): transpose_ against y.copy_(x.mT) on a few shapes, per ../BENCHMARKS.md.
+
+Median of repeats; inputs refilled with fresh random data outside the timed region; every result checked.
+Writes benchmarks/results/cpu-<threads>t/bench_transpose_cpu.json.
+"""
+import json
+import os
+import platform
+import time
+
+import torch
+
+import torch_inplace
+
+SHAPES = [(4096, 4096), (4001, 6007), (6007, 4001), (3001, 2999), (1000003, 4), (4, 1000003), (200000, 31),
+          (16, 1024, 768)]
+REPS = 5
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def bench(shape, dtype):
+    x = torch.randn(shape).to(dtype)
+    nbytes = x.numel() * x.element_size()
+    y = torch.empty(*shape[:-2], shape[-1], shape[-2], dtype=dtype)
+    t_in, t_out, ok = [], [], True
+    for r in range(REPS + 1):
+        x = torch.randn(shape).to(dtype)
+        ref = x.mT.contiguous() if r == 0 else None
+        t0 = time.perf_counter()
+        torch_inplace.transpose_(x)
+        t1 = time.perf_counter()
+        if ref is not None:
+            ok = ok and torch.equal(x, ref)
+            continue  # the first call is the warm-up
+        t_in.append(t1 - t0)
+        x = torch.randn(shape).to(dtype)
+        t0 = time.perf_counter()
+        y.copy_(x.mT)
+        t_out.append(time.perf_counter() - t0)
+    ti, to = median(t_in), median(t_out)
+    return {"shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "ms": ti * 1e3,
+            "GB/s": 2 * nbytes / ti / 1e9, "baseline": "y.copy_(x.mT)", "baseline_ms": to * 1e3,
+            "ratio": to / ti, "plan": torch_inplace.plan(shape, dtype).algorithm,
+            "scratch_bytes": torch_inplace.plan(shape, dtype).scratch_bytes, "ok": ok}
+
+
+def main():
+    rows = []
+    for dtype in (torch.float32, torch.float64):
+        for shape in SHAPES:
+            row = bench(shape, dtype)
+            rows.append(row)
+            print(f"{str(tuple(row['shape'])):>20s} {row['dtype']:8s} {row['plan']:7s} {row['ms']:9.2f} ms "
+                  f"{row['GB/s']:7.2f} GB/s  copy_(x.mT) {row['baseline_ms']:8.2f} ms  ratio {row['ratio']:.2f} "
+                  f"{'ok' if row['ok'] else 'WRONG'}")
+    ratios = sorted(r["ratio"] for r in rows)
+    print(f"median ratio (transpose_ speed / y.copy_(x.mT) speed): {median(ratios):.2f}")
+    out = os.path.join(os.path.dirname(__file__), "results", f"cpu-{torch.get_num_threads()}t")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "bench_transpose_cpu.json"), "w") as f:
+        json.dump({"device": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+                   "torch": torch.__version__, "command": "make bench-cpu", "rows": rows,
+                   "median_ratio": median(ratios)}, f, indent=1)
+    if not all(r["ok"] for r in rows):
+        raise SystemExit("a result did not match x.mT.contiguous()")
+
+
+if __name__ == "__main__":
+    main()

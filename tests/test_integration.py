@@ -1,0 +1,217 @@
+"""Framework integration of the transposition ops: autograd, opcheck, torch.compile, torch.export, TorchScript,
+CUDA graphs. (The linear-algebra ops have the same checks in test_lu.py / test_inverse.py.)"""
+import subprocess
+import textwrap
+
+import pytest
+import torch
+from torch.library import opcheck
+
+import torch_inplace
+from conftest import HAS_GPU, PY, devices, python_subprocess_env, rand, ref_transpose
+
+INPLACE_OPS = [torch.ops.inplace.transpose_, torch.ops.inplace.aos_to_soa_, torch.ops.inplace.soa_to_aos_]
+
+
+# ---- autograd --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op", INPLACE_OPS, ids=lambda o: o.__name__)
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3), (7, 2)])
+def test_gradcheck(op, shape, device):
+    def f(x):
+        y = x * 1.5  # in-place ops need a non-leaf
+        return op(y) * torch.arange(y.numel(), dtype=y.dtype, device=y.device).reshape(y.shape)
+
+    x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+
+
+def test_backward_applies_inverse_permutation():
+    x = torch.randn(4, 7, requires_grad=True)
+    y = x * 1
+    torch_inplace.transpose_(y)
+    g = torch.randn(7, 4)
+    y.backward(g)
+    torch.testing.assert_close(x.grad, g.mT)
+
+
+def test_version_counter_invalidates_saved_tensors():
+    x = torch.randn(4, 7, requires_grad=True)
+    y = x * 1
+    z = y.view(-1).sin()  # saves the view y.view(-1)
+    del z
+    w = y * 2
+    torch_inplace.transpose_(w)
+    w.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
+
+
+def test_leaf_refused_with_pytorch_message():
+    x = torch.randn(3, 4, requires_grad=True)
+    before = x.detach().clone()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        torch_inplace.transpose_(x)
+    assert x.shape == (3, 4) and torch.equal(x.detach(), before)
+    with torch.no_grad():  # allowed under no_grad, as for PyTorch's own in-place ops
+        torch_inplace.transpose_(x)
+    assert x.shape == (4, 3)
+
+
+def test_inference_mode():
+    with torch.inference_mode():
+        x = torch.randn(5, 3)
+        ref = ref_transpose(x)
+        torch_inplace.transpose_(x)
+        torch.testing.assert_close(x, ref, rtol=0, atol=0)
+
+
+# ---- opcheck: every default check, no expected failures -----------------------------------------------------
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op", INPLACE_OPS + [torch.ops.inplace._transpose_data_], ids=lambda o: o.__name__)
+@pytest.mark.parametrize("shape", [(5, 7), (2, 3, 4), (1, 6), (0, 3), (64, 64)])
+def test_opcheck(op, shape, device):
+    opcheck(op, (rand(shape, torch.float32, device),))
+    opcheck(op, (rand(shape, torch.float64, device).requires_grad_() * 1,))
+
+
+# ---- torch.compile / torch.export ---------------------------------------------------------------------------
+
+
+def _model_fn(x):
+    y = x * 2
+    torch.ops.inplace.transpose_(y)
+    z = torch.ops.inplace.aos_to_soa_(y + 1)
+    return z.sum(-1), y
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compile_fullgraph(backend, dynamic):
+    torch._dynamo.reset()
+    f = torch.compile(_model_fn, fullgraph=True, backend=backend, dynamic=dynamic)
+    for shape in [(5, 7), (6, 9)]:
+        x = torch.randn(shape)
+        for got, want in zip(f(x), _model_fn(x)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.BackendCompilerFailed,
+                   reason="PyTorch cannot replay a graph-input mutation that changes data and shape together; its "
+                          "own ops fail the same way (test_compile_builtin_input_data_and_shape_mutation)")
+def test_compile_mutating_an_input():
+    torch._dynamo.reset()
+
+    def f(x):
+        torch.ops.inplace.transpose_(x)
+        return x * 3
+
+    cf = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = torch.randn(4, 6)
+    ref = ref_transpose(x)
+    out = cf(x)
+    assert x.shape == (6, 4)
+    torch.testing.assert_close(x, ref)
+    torch.testing.assert_close(out, ref * 3)
+
+
+@pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.BackendCompilerFailed,
+                   reason="upstream limitation this library inherits: data + shape mutation of a graph input")
+def test_compile_builtin_input_data_and_shape_mutation():
+    torch._dynamo.reset()
+
+    def f(x):
+        x.t_()
+        x.mul_(2)
+        return x * 3
+
+    torch.compile(f, fullgraph=True, backend="aot_eager")(torch.randn(4, 6))
+
+
+def test_compile_backward():
+    torch._dynamo.reset()
+
+    def f(x):
+        y = x.sin()
+        y = y * 1
+        torch.ops.inplace.transpose_(y)
+        return (y * torch.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum()
+
+    x1 = torch.randn(3, 5, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    torch.compile(f, fullgraph=True, backend="aot_eager")(x1).backward()
+    f(x2).backward()
+    torch.testing.assert_close(x1.grad, x2.grad)
+
+
+class _Module(torch.nn.Module):
+    def forward(self, x):
+        y = x + 1
+        torch.ops.inplace.transpose_(y)
+        return torch.ops.inplace.soa_to_aos_(y * 2)
+
+
+def test_export():
+    x = torch.randn(5, 7)
+    ep = torch.export.export(_Module(), (x,))
+    torch.testing.assert_close(ep.module()(x), _Module()(x))
+    torch.testing.assert_close(ep.run_decompositions().module()(x), _Module()(x))
+
+
+# ---- TorchScript ------------------------------------------------------------------------------------------------
+
+
+@torch.jit.script
+def _scripted(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    torch.ops.inplace.transpose_(y)
+    return torch.ops.inplace.aos_to_soa_(y.contiguous())
+
+
+def test_torchscript_save_and_load_in_fresh_process(tmp_path):
+    x = torch.randn(6, 10)
+    want = _scripted(x)
+    torch.testing.assert_close(want, (x * 2).mT.contiguous().mT.contiguous())
+    path = tmp_path / "scripted.pt"
+    _scripted.save(str(path))
+    torch.save({"x": x, "want": want}, tmp_path / "io.pt")
+    code = textwrap.dedent(f"""
+        import torch, torch_inplace
+        m = torch.jit.load({str(path)!r})
+        io = torch.load({str(tmp_path / 'io.pt')!r})
+        got = m(io["x"])
+        torch.testing.assert_close(got, io["want"], rtol=0, atol=0)
+        print("fresh process OK", tuple(got.shape))
+    """)
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=python_subprocess_env(), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "fresh process OK (10, 6)" in out.stdout
+
+
+# ---- CUDA graphs --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("shape", [(1024, 1024), (1000, 3), (3001, 1999), (8, 300, 301)])
+def test_cuda_graph_capture_and_replay(shape):
+    x = torch.randn(shape, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up (plans, caches) outside capture
+        torch_inplace.transpose_(x)
+        torch_inplace.transpose_(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        torch.ops.inplace._transpose_data_(x)  # data-only op: the shape stays fixed across replays
+    for _ in range(3):
+        x.copy_(torch.randn(shape, device="cuda"))
+        ref = x.reshape(*shape[:-2], shape[-2], shape[-1]).mT.contiguous().reshape(shape)
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(x, ref, rtol=0, atol=0)

@@ -1,0 +1,100 @@
+"""The planner's Python face (plan / explain), the workspace limit and accounting, and empty_transposable."""
+import pytest
+import torch
+
+import torch_inplace
+from conftest import devices, rand, ref_transpose
+
+
+def test_plan_picks_by_shape():
+    assert torch_inplace.plan((0, 5)).algorithm == "noop"
+    assert torch_inplace.plan((1, 5)).algorithm == "noop"
+    assert torch_inplace.plan((64, 64)).algorithm == "square"
+    assert torch_inplace.plan((100000, 3)).algorithm == "skinny"
+    assert torch_inplace.plan((3000, 2000)).algorithm == "c2r"
+    assert torch_inplace.plan((2000, 3000)).algorithm == "r2c"
+    p = torch_inplace.plan((2, 3000, 2000), torch.float64)
+    assert isinstance(p, torch_inplace.Plan) and p.scratch_bytes > 0
+    assert "c2r" in p.explanation and "2 x (3000 x 2000)" in p.explanation and "8-byte" in p.explanation
+
+
+def test_plan_scratch_is_small():
+    """Scratch is O(max(m, n)) per thread: far below the tensor for large shapes."""
+    for shape in [(3000, 2000), (20000, 19999), (10**6, 7)]:
+        p = torch_inplace.plan(shape, torch.float32)
+        assert p.scratch_bytes < 0.01 * shape[0] * shape[1] * 4 + (1 << 20), (shape, p)
+
+
+def test_plan_forced_and_refused():
+    assert torch_inplace.plan((30, 20), algorithm="r2c").algorithm == "r2c"
+    with pytest.raises(RuntimeError, match="algorithm 'square' cannot transpose a 30 x 20"):
+        torch_inplace.plan((30, 20), algorithm="square")
+    with pytest.raises(RuntimeError, match="expected algorithm to be one of"):
+        torch_inplace.plan((30, 20), algorithm="nope")
+    with pytest.raises(RuntimeError, match="at least 2 dims"):
+        torch_inplace.plan((30,))
+
+
+def test_plan_scratch_matches_what_the_op_records():
+    x = rand((3001, 1999), torch.float32)
+    expected = torch_inplace.plan(x.shape, x.dtype).scratch_bytes
+    torch_inplace.reset_workspace_stats()
+    torch_inplace.transpose_(x)
+    stats = torch_inplace.workspace_stats()
+    assert stats.calls == 1 and stats.last_bytes == expected and stats.peak_bytes == expected
+
+
+@pytest.mark.parametrize("device", devices())
+def test_workspace_limit_context_manager(device):
+    x = rand((300, 200), torch.float32, device)
+    need = torch_inplace.plan(x.shape, x.dtype, device).scratch_bytes
+    assert torch_inplace.get_workspace_limit() == -1
+    with torch_inplace.workspace_limit(need):
+        assert torch_inplace.get_workspace_limit() == need
+        ref = ref_transpose(x)
+        torch_inplace.transpose_(x)
+        torch.testing.assert_close(x, ref, rtol=0, atol=0)
+    assert torch_inplace.get_workspace_limit() == -1
+    y = rand((300, 200), torch.float32, device)
+    before = y.clone()
+    with torch_inplace.workspace_limit(16):
+        with pytest.raises(RuntimeError, match=r"transpose_: no algorithm fits the workspace limit of 16 B"):
+            torch_inplace.transpose_(y)
+        with pytest.raises(RuntimeError, match="no algorithm fits the workspace limit"):
+            torch_inplace.plan(y.shape, y.dtype, device)
+        # squares need no scratch, so they still run under any limit
+        z = rand((50, 50), torch.float32, device)
+        ref = ref_transpose(z)
+        torch_inplace.transpose_(z)
+        torch.testing.assert_close(z, ref, rtol=0, atol=0)
+    assert y.shape == (300, 200) and torch.equal(y, before)
+    with pytest.raises(RuntimeError, match="expected a byte count >= 0"):
+        torch_inplace.set_workspace_limit(-5)
+
+
+def test_workspace_limit_falls_back_to_a_smaller_plan():
+    # the skinny plan needs more scratch than c2r for this shape; a limit between them picks the other one
+    shape = (200000, 48)
+    skinny = torch_inplace.plan(shape, torch.float32, algorithm="skinny").scratch_bytes
+    c2r = torch_inplace.plan(shape, torch.float32, algorithm="c2r").scratch_bytes
+    lo, hi = sorted([skinny, c2r])
+    with torch_inplace.workspace_limit(lo):
+        p = torch_inplace.plan(shape, torch.float32)
+        assert p.scratch_bytes <= lo
+        if lo < hi:
+            assert "workspace limit" in p.explanation
+
+
+def test_empty_transposable_cpu():
+    t = torch_inplace.empty_transposable(30, 20, dtype=torch.float64)
+    assert t.shape == (30, 20) and t.dtype == torch.float64 and t.is_contiguous()
+    t.copy_(torch.randn(30, 20, dtype=torch.float64))
+    ref = ref_transpose(t)
+    torch_inplace.transpose_(t)
+    torch.testing.assert_close(t, ref, rtol=0, atol=0)
+    t2 = torch_inplace.empty_transposable((2, 5, 7))
+    assert t2.shape == (2, 5, 7) and t2.dtype == torch.get_default_dtype()
+
+
+def test_algorithms_list():
+    assert set(["auto", "square", "c2r", "r2c", "skinny"]) <= set(torch_inplace.algorithms())

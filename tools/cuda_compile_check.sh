@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Compiles every CUDA source (csrc/**/*.cu) for sm_90 with nvcc and torch's headers, object files discarded, so a
+# kernel that does not compile fails CI before it reaches a GPU. Where the package build already compiled them
+# (torch's CUDA major == nvcc's), that build is the check and this only confirms it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ ! -x "$NVCC" ]; then echo "cuda_compile_check: nvcc not found: FAILED"; exit 1; fi
+
+mapfile -t sources < <(find csrc -name '*.cu' | sort)
+if [ ${#sources[@]} -eq 0 ]; then echo "cuda_compile_check: no CUDA sources"; exit 0; fi
+
+built=$("$PYTHON" -c 'import torch_inplace; print("yes" if torch_inplace.built_with_gpu() else "no")') || built=no
+if [ "$built" = yes ]; then
+  echo "cuda_compile_check: the package build compiled ${#sources[@]} CUDA sources for sm_90 (torch CUDA == nvcc)"
+  exit 0
+fi
+
+inc=$("$PYTHON" -c 'from torch.utils.cpp_extension import include_paths; print(" ".join("-I"+p for p in include_paths()))')
+py_inc=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+failed=0
+for f in "${sources[@]}"; do
+  if "$NVCC" -std=c++17 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr -DTORCH_INPLACE_WITH_CUDA \
+      -Icsrc $inc -I"$py_inc" -D_GLIBCXX_USE_CXX11_ABI=1 -Xcompiler -fPIC -c "$f" -o /dev/null; then
+    echo "  ok  $f"
+  else
+    echo "  FAILED $f"; failed=1
+  fi
+done
+if [ $failed -ne 0 ]; then echo "cuda_compile_check: FAILED"; exit 1; fi
+echo "cuda_compile_check: ${#sources[@]} CUDA sources compile for sm_90"
