@@ -33,7 +33,8 @@ std::string desc(c10::IntArrayRef shape, at::ScalarType dtype, const std::string
 
 void expect_transposed(at::Tensor t, const std::string& algo = "auto") {
   const std::string what = desc(t.sizes(), t.scalar_type(), algo);
-  const at::Tensor want = t.transpose(-2, -1).contiguous();
+  // clone, not contiguous(): for m == 1 or n == 1 the transpose view is already contiguous and would alias t
+  const at::Tensor want = t.transpose(-2, -1).clone(at::MemoryFormat::Contiguous);
   const void* ptr = t.data_ptr();
   at::Tensor& out = torch_inplace::transpose_(t, algo);
   EXPECT_TRUE(out.is_same(t)) << what;
