@@ -1,0 +1,137 @@
+// The ops through LibTorch (the public C++ API of csrc/torch_inplace.h, i.e. through the dispatcher) on CPU:
+// results against t.transpose(-2, -1).contiguous(), and refusals that leave the tensor untouched.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "torch_inplace.h"
+
+namespace {
+
+at::Tensor make(c10::IntArrayRef shape, at::ScalarType dtype) {
+  at::Tensor t;
+  if (dtype == at::kBool) {
+    t = at::randint(0, 2, shape, at::kLong).to(at::kBool);
+  } else if (at::isComplexType(dtype) || at::isFloatingType(dtype)) {
+    t = at::randn(shape, at::TensorOptions().dtype(dtype));
+  } else {
+    t = at::randint(-100, 100, shape, at::kLong).to(dtype);
+    if (dtype == at::kByte) t = t.abs();
+  }
+  return t.contiguous().clone();  // owns its whole storage, not a view
+}
+
+std::string desc(c10::IntArrayRef shape, at::ScalarType dtype, const std::string& algo = "auto") {
+  std::ostringstream os;
+  os << shape << " " << dtype << " algorithm=" << algo;
+  return os.str();
+}
+
+void expect_transposed(at::Tensor t, const std::string& algo = "auto") {
+  const std::string what = desc(t.sizes(), t.scalar_type(), algo);
+  // clone, not contiguous(): for m == 1 or n == 1 the transpose view is already contiguous and would alias t
+  const at::Tensor want = t.transpose(-2, -1).clone(at::MemoryFormat::Contiguous);
+  const void* ptr = t.data_ptr();
+  at::Tensor& out = torch_inplace::transpose_(t, algo);
+  EXPECT_TRUE(out.is_same(t)) << what;
+  EXPECT_EQ(t.sizes(), want.sizes()) << what;
+  EXPECT_TRUE(t.is_contiguous()) << what;
+  EXPECT_EQ(t.data_ptr(), ptr) << what << ": not in place";
+  EXPECT_TRUE(at::equal(t, want)) << what;
+}
+
+TEST(Ops, Registered) {
+  for (const char* name : {"inplace::transpose_", "inplace::aos_to_soa_", "inplace::soa_to_aos_",
+                           "inplace::_transpose_data_"}) {
+    EXPECT_TRUE(c10::Dispatcher::singleton().findSchema({name, ""}).has_value()) << name;
+  }
+}
+
+TEST(Ops, TransposeShapesAndDtypes) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {2, 3}, {3, 2}, {1, 7}, {7, 1}, {1, 1}, {0, 5}, {5, 0}, {2, 0, 3}, {13, 17}, {64, 64}, {100, 3}, {3, 100},
+      {4, 37, 53}, {2, 3, 40, 24}, {300, 500}, {1000, 7}, {6, 4096}};
+  const std::vector<at::ScalarType> dtypes = {at::kBool,  at::kByte,     at::kChar,   at::kShort,
+                                              at::kInt,   at::kLong,     at::kHalf,   at::kBFloat16,
+                                              at::kFloat, at::kDouble,   at::kComplexFloat, at::kComplexDouble};
+  for (const auto& s : shapes)
+    for (at::ScalarType d : dtypes) expect_transposed(make(s, d));
+}
+
+TEST(Ops, EveryShapeUpTo20) {
+  for (int64_t m = 1; m <= 20; ++m)
+    for (int64_t n = 1; n <= 20; ++n) {
+      expect_transposed(make({m, n}, at::kFloat));
+      expect_transposed(make({2, m, n}, at::kComplexDouble));
+    }
+}
+
+TEST(Ops, ForcedAlgorithms) {
+  expect_transposed(make({300, 500}, at::kFloat), "c2r");
+  expect_transposed(make({300, 500}, at::kFloat), "r2c");
+  expect_transposed(make({500, 300}, at::kDouble), "c2r");
+  expect_transposed(make({500, 300}, at::kDouble), "r2c");
+  expect_transposed(make({3, 2000}, at::kShort), "skinny");
+  expect_transposed(make({2000, 5}, at::kShort), "skinny");
+  expect_transposed(make({3, 129, 129}, at::kByte), "square");
+}
+
+TEST(Ops, AosSoaRoundTrip) {
+  at::Tensor t = make({2, 1000, 3}, at::kFloat);
+  const at::Tensor orig = t.clone();
+  const void* ptr = t.data_ptr();
+  torch_inplace::aos_to_soa_(t);
+  EXPECT_EQ(t.sizes(), (std::vector<int64_t>{2, 3, 1000}));
+  EXPECT_TRUE(at::equal(t, orig.transpose(-2, -1).contiguous()));
+  torch_inplace::soa_to_aos_(t);
+  EXPECT_EQ(t.sizes(), orig.sizes());
+  EXPECT_EQ(t.data_ptr(), ptr);
+  EXPECT_TRUE(at::equal(t, orig));
+}
+
+// A refused call throws an error naming the op and leaves the tensor (shape, strides, bytes) as it was.
+void expect_refused(at::Tensor t, const std::string& needle, const std::string& algo = "auto") {
+  const at::Tensor before = t.clone();
+  const std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  const std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  try {
+    torch_inplace::transpose_(t, algo);
+    ADD_FAILURE() << "expected a refusal (" << needle << ") for " << t.sizes();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    EXPECT_NE(msg.find("transpose_:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+  EXPECT_EQ(t.sizes().vec(), sizes);
+  EXPECT_EQ(t.strides().vec(), strides);
+  EXPECT_TRUE(at::equal(t, before));
+}
+
+TEST(Ops, Refusals) {
+  // Non-contiguous.
+  expect_refused(make({5, 7}, at::kFloat).t(), "contiguous");
+  // A view at an offset into a larger tensor (its base must not change either).
+  at::Tensor base = make({6, 5}, at::kInt);
+  const at::Tensor base_before = base.clone();
+  expect_refused(base.narrow(0, 1, 3), "storage offset");
+  EXPECT_TRUE(at::equal(base, base_before));
+  // A view at offset 0 that does not cover its storage.
+  expect_refused(base.narrow(0, 0, 3), "owns its whole storage");
+  EXPECT_TRUE(at::equal(base, base_before));
+  // Fewer than 2 dims.
+  expect_refused(make({12}, at::kFloat), "at least 2 dims");
+  // Storage shared with another live tensor.
+  at::Tensor owner = make({4, 6}, at::kFloat);
+  at::Tensor alias = owner.view({24});
+  expect_refused(owner, "shares");
+  // An unknown algorithm.
+  expect_refused(make({4, 6}, at::kFloat), "algorithm", "fastest");
+  // An algorithm that cannot transpose this shape.
+  expect_refused(make({4, 6}, at::kFloat), "square", "square");
+}
+
+}  // namespace

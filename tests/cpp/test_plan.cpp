@@ -1,0 +1,228 @@
+// The transposition planner (csrc/plan/transpose_plan.h): CPU choices by shape, scratch sizes, forced
+// algorithms, workspace limits and explain(); the GPU candidates only loosely (the GPU planner evolves).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "plan/transpose_plan.h"
+
+namespace {
+
+using namespace torch_inplace::plan;
+
+Problem prob(int64_t batch, int64_t rows, int64_t cols, int64_t esize = 4) {
+  Problem p;
+  p.batch = batch;
+  p.rows = rows;
+  p.cols = cols;
+  p.esize = esize;
+  return p;
+}
+
+DeviceCaps cpu(int threads = 4) {
+  DeviceCaps c;
+  c.backend = Backend::CPU;
+  c.num_threads = threads;
+  return c;
+}
+
+DeviceCaps fake_gpu() {
+  DeviceCaps c;
+  c.backend = Backend::CUDA;
+  c.num_sms = 132;
+  c.smem_per_block = 227 * 1024;
+  c.warp_size = 32;
+  c.l2_bytes = 50 * 1024 * 1024;
+  return c;
+}
+
+bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+// The scratch a CPU Catanzaro-family plan must report: cpu_scratch_layout of its own parameters.
+int64_t expected_cpu_scratch(const Plan& pl) {
+  return cpu_scratch_layout(pl.c2r.m, pl.c2r.n, pl.problem.esize, pl.threads, pl.panel, pl.chunks).total;
+}
+
+TEST(Names, RoundTrip) {
+  const auto names = algo_names();
+  ASSERT_EQ(names.size(), static_cast<size_t>(Algo::kCount));
+  for (int i = 0; i < static_cast<int>(Algo::kCount); ++i) {
+    Algo a;
+    ASSERT_TRUE(algo_from_name(names[i], &a)) << names[i];
+    EXPECT_EQ(static_cast<int>(a), i);
+    EXPECT_EQ(std::string(algo_name(a)), names[i]);
+  }
+  Algo a;
+  EXPECT_FALSE(algo_from_name("nonsense", &a));
+  EXPECT_FALSE(algo_from_name("C2R", &a));  // names are lower case
+}
+
+TEST(CpuPlan, NoopForEmptyAndVectors) {
+  for (const Problem& p : {prob(0, 5, 7), prob(3, 0, 7), prob(3, 7, 0), prob(2, 1, 1000), prob(2, 1000, 1),
+                           prob(1, 1, 1)}) {
+    const Plan pl = make_plan(p, cpu());
+    EXPECT_EQ(pl.algo, Algo::Noop) << p.batch << " x " << p.rows << " x " << p.cols;
+    EXPECT_EQ(pl.scratch_bytes, 0);
+    // Every forced algorithm agrees that nothing moves (even with no workspace at all).
+    for (Algo f : {Algo::C2R, Algo::R2C, Algo::Square, Algo::Skinny, Algo::Noop})
+      EXPECT_EQ(make_plan(p, cpu(), f, 0).algo, Algo::Noop);
+  }
+  EXPECT_TRUE(contains(make_plan(prob(0, 5, 7), cpu()).reason, "empty"));
+}
+
+TEST(CpuPlan, SquareNeedsNoScratch) {
+  for (int64_t s : {2, 3, 17, 64, 65, 1000}) {
+    const Plan pl = make_plan(prob(3, s, s, 8), cpu());
+    EXPECT_EQ(pl.algo, Algo::Square) << s;
+    EXPECT_EQ(pl.scratch_bytes, 0);
+  }
+}
+
+TEST(CpuPlan, SkinnyForAShortSide) {
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{100000, 3}, {3, 100000}, {5000, 64}, {64, 5000},
+                                                              {2, 3}, {1000, 2}}) {
+    const Plan pl = make_plan(prob(1, r, c), cpu());
+    EXPECT_EQ(pl.algo, Algo::Skinny) << r << "x" << c;
+    // The skinny decomposition runs C2R for tall matrices and R2C (on the cols x rows view) for wide ones: the
+    // columns of the decomposition are the long side, the rows (kept whole in the panel) the short side.
+    EXPECT_EQ(pl.c2r.m, std::max(r, c));
+    EXPECT_EQ(pl.c2r.n, std::min(r, c));
+    EXPECT_EQ(pl.panel, pl.c2r.n);
+    EXPECT_GE(pl.chunks, 1);
+    EXPECT_EQ(pl.scratch_bytes, expected_cpu_scratch(pl));
+  }
+}
+
+TEST(CpuPlan, CatanzaroByOrientation) {
+  for (int64_t esize : {1, 2, 4, 8, 16}) {
+    const Plan tall = make_plan(prob(2, 700, 300, esize), cpu());
+    EXPECT_EQ(tall.algo, Algo::C2R);
+    EXPECT_EQ(tall.c2r.m, 700);
+    EXPECT_EQ(tall.c2r.n, 300);
+    EXPECT_EQ(tall.c2r.c, 100);
+    EXPECT_EQ(tall.panel, std::min<int64_t>(300, cpu_panel_width(esize)));
+    EXPECT_EQ(tall.scratch_bytes, expected_cpu_scratch(tall));
+    EXPECT_GT(tall.scratch_bytes, 0);
+
+    const Plan wide = make_plan(prob(2, 300, 700, esize), cpu());
+    EXPECT_EQ(wide.algo, Algo::R2C);
+    EXPECT_EQ(wide.c2r.m, 700);  // R2C works on the cols x rows view
+    EXPECT_EQ(wide.c2r.n, 300);
+    EXPECT_EQ(wide.scratch_bytes, expected_cpu_scratch(wide));
+  }
+}
+
+TEST(CpuPlan, ScratchScalesWithThreadsAndMatchesLayout) {
+  const Plan one = make_plan(prob(1, 3000, 2000), cpu(1));
+  const Plan eight = make_plan(prob(1, 3000, 2000), cpu(8));
+  EXPECT_EQ(one.threads, 1);
+  EXPECT_EQ(eight.threads, 8);
+  EXPECT_GT(eight.scratch_bytes, one.scratch_bytes);
+  const CpuScratchLayout l = cpu_scratch_layout(3000, 2000, 4, 8, eight.panel, eight.chunks);
+  EXPECT_EQ(l.total, eight.scratch_bytes);
+  // Layout invariants: 64-byte aligned regions in order, each big enough for what it holds.
+  EXPECT_EQ(l.bitmap_words, (3000 + 63) / 64);
+  for (int64_t off : {l.visited_off, l.leaders_off, l.threads_off, l.chunks_off}) EXPECT_EQ(off % 64, 0);
+  EXPECT_GE(l.leaders_off - l.visited_off, l.bitmap_words * 8);
+  EXPECT_GE(l.threads_off - l.leaders_off, l.bitmap_words * 8);
+  EXPECT_GE(l.thread_elems, 2000);  // a whole row of the row shuffle
+  EXPECT_GE(l.chunks_off - l.threads_off, 8 * l.thread_elems * 4);
+  // O(max(m, n)) per thread: far below the matrix itself.
+  EXPECT_LT(eight.scratch_bytes, 3000 * 2000 * 4 / 20);
+}
+
+TEST(CpuPlan, ForcedAlgorithms) {
+  const Problem wide = prob(1, 300, 700);
+  const Plan c2r = make_plan(wide, cpu(), Algo::C2R);
+  EXPECT_EQ(c2r.algo, Algo::C2R);
+  EXPECT_EQ(c2r.c2r.m, 300);  // C2R on (rows, cols) even though R2C would be the natural choice
+  EXPECT_EQ(c2r.c2r.n, 700);
+  EXPECT_EQ(c2r.scratch_bytes, expected_cpu_scratch(c2r));
+  const Plan r2c = make_plan(prob(1, 700, 300), cpu(), Algo::R2C);
+  EXPECT_EQ(r2c.algo, Algo::R2C);
+  EXPECT_EQ(r2c.c2r.m, 300);
+  EXPECT_EQ(make_plan(prob(1, 50, 50), cpu(), Algo::C2R).algo, Algo::C2R);  // square may be forced elsewhere
+  EXPECT_EQ(make_plan(prob(1, 5000, 7), cpu(), Algo::R2C).algo, Algo::R2C);
+  EXPECT_THROW(make_plan(prob(1, 300, 700), cpu(), Algo::Square), PlanError);
+  EXPECT_THROW(make_plan(prob(1, 300, 700), cpu(), Algo::Skinny), PlanError);
+  EXPECT_THROW(make_plan(prob(1, 30, 70), cpu(), Algo::Noop), PlanError);
+  try {
+    make_plan(prob(1, 300, 700), cpu(), Algo::Square);
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(contains(e.message, "square")) << e.message;
+    EXPECT_TRUE(contains(e.message, "300 x 700")) << e.message;
+  }
+}
+
+TEST(CpuPlan, WorkspaceLimits) {
+  const Problem p = prob(1, 5000, 40);  // skinny first, then C2R, then R2C
+  const Plan best = make_plan(p, cpu());
+  ASSERT_EQ(best.algo, Algo::Skinny);
+  const auto cands = cpu_candidates(p, cpu(), Algo::Auto);
+  ASSERT_GE(cands.size(), 2u);
+  EXPECT_EQ(cands.front().algo, Algo::Skinny);
+
+  // A limit the best plan fits: unchanged.
+  const Plan fits = make_plan(p, cpu(), Algo::Auto, best.scratch_bytes);
+  EXPECT_EQ(fits.algo, best.algo);
+  EXPECT_EQ(fits.reason, best.reason);
+
+  // Between the smallest and the best: the best is excluded and the reason says so.
+  int64_t smallest = best.scratch_bytes;
+  for (const Plan& c : cands) smallest = std::min(smallest, c.scratch_bytes);
+  if (smallest < best.scratch_bytes) {
+    const Plan limited = make_plan(p, cpu(), Algo::Auto, best.scratch_bytes - 1);
+    EXPECT_NE(limited.algo, best.algo);
+    EXPECT_LE(limited.scratch_bytes, best.scratch_bytes - 1);
+    EXPECT_TRUE(contains(limited.reason, "workspace limit")) << limited.reason;
+  }
+
+  // Nothing fits: PlanError naming the limit and the smallest candidate.
+  try {
+    make_plan(p, cpu(), Algo::Auto, 0);
+    FAIL() << "expected PlanError";
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(contains(e.message, "workspace limit of 0 B")) << e.message;
+    EXPECT_TRUE(contains(e.message, std::to_string(smallest) + " B")) << e.message;
+  }
+  // A forced algorithm that does not fit is refused too.
+  const Plan forced = make_plan(p, cpu(), Algo::R2C);
+  EXPECT_THROW(make_plan(p, cpu(), Algo::R2C, forced.scratch_bytes - 1), PlanError);
+  EXPECT_EQ(make_plan(p, cpu(), Algo::R2C, forced.scratch_bytes).algo, Algo::R2C);
+  // Square needs nothing, so any limit fits.
+  EXPECT_EQ(make_plan(prob(1, 64, 64), cpu(), Algo::Auto, 0).algo, Algo::Square);
+}
+
+TEST(CpuPlan, Explain) {
+  const Plan pl = make_plan(prob(3, 700, 300, 8), cpu(2));
+  const std::string s = pl.explain();
+  EXPECT_TRUE(contains(s, "c2r")) << s;
+  EXPECT_TRUE(contains(s, "3 x (700 x 300)")) << s;
+  EXPECT_TRUE(contains(s, "8-byte")) << s;
+  EXPECT_TRUE(contains(s, "scratch " + std::to_string(pl.scratch_bytes) + " B")) << s;
+  EXPECT_TRUE(contains(s, pl.reason)) << s;
+  EXPECT_TRUE(contains(make_plan(prob(1, 9, 9), cpu()).explain(), "square")) << s;
+}
+
+TEST(GpuPlan, CandidatesLoosely) {
+  // The GPU planner is being rewritten: only check that it answers, and honours a forced Catanzaro or square.
+  const DeviceCaps g = fake_gpu();
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{700, 300}, {300, 700}, {4096, 3}, {1000, 1000}}) {
+    EXPECT_FALSE(gpu_candidates(prob(1, r, c), g, Algo::Auto).empty()) << r << "x" << c;
+    const Plan pl = make_plan(prob(1, r, c), g);
+    EXPECT_NE(pl.algo, Algo::Noop);
+  }
+  for (Algo a : {Algo::C2R, Algo::R2C}) {
+    const auto cands = gpu_candidates(prob(2, 700, 300), g, a);
+    ASSERT_FALSE(cands.empty()) << algo_name(a);
+    EXPECT_EQ(cands.front().algo, a);
+    EXPECT_EQ(make_plan(prob(2, 700, 300), g, a).algo, a);
+  }
+  const auto sq = gpu_candidates(prob(2, 512, 512), g, Algo::Square);
+  ASSERT_FALSE(sq.empty());
+  EXPECT_EQ(sq.front().algo, Algo::Square);
+  EXPECT_EQ(make_plan(prob(0, 512, 512), g).algo, Algo::Noop);
+}
+
+}  // namespace
