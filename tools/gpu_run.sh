@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One call on a GPU machine (H100/H200): build for sm_90 with 16 jobs, run the GPU test suite, compute-sanitizer
+# memcheck/racecheck on a representative set, and the benchmarks; everything lands under $OUT:
+#   $OUT/summary.txt  one line per stage (ok / FAILED, seconds)   $OUT/gpu.txt   nvidia-smi, torch's view
+#   $OUT/build.log  $OUT/pytest.log  $OUT/sanitize.log  $OUT/bench.log
+#   $OUT/results.tgz  benchmarks/results/<gpu>/ (JSON + PNG) as produced by this run
+# STAGES=build,test,sanitize,bench (default all) picks stages; BENCH_ARGS / LINALG_ARGS go to the benchmarks.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export MAX_JOBS=${MAX_JOBS:-16} TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python3}
+STAGES=${STAGES:-build,test,sanitize,bench}
+status=0
+
+stage() {  # stage NAME LOG command...
+  local name=$1 log=$2; shift 2
+  case ",$STAGES," in *",$name,"*) ;; *) return 0 ;; esac
+  local t0=$SECONDS
+  echo "=== $name: $*"
+  if "$@" > "$OUT/$log" 2>&1; then
+    echo "$name ok $((SECONDS - t0))s" | tee -a "$OUT/summary.txt"
+  else
+    echo "$name FAILED $((SECONDS - t0))s (see $log)" | tee -a "$OUT/summary.txt"
+    tail -40 "$OUT/$log"
+    status=1
+  fi
+}
+
+{ nvidia-smi; $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(),
+  torch.cuda.get_device_properties(0))'; } > "$OUT/gpu.txt" 2>&1
+head -20 "$OUT/gpu.txt"
+
+stage build build.log $PY setup.py build_ext --inplace
+if [ $status -ne 0 ]; then exit 1; fi
+stage test pytest.log $PY -m pytest tests -q -m gpu -p no:cacheprovider --durations=15
+if [ -f tools/sanitize.sh ]; then stage sanitize sanitize.log bash tools/sanitize.sh; fi
+bench() {
+  local rc=0
+  if [ -f benchmarks/bench_transpose.py ]; then $PY benchmarks/bench_transpose.py ${BENCH_ARGS:-} || rc=1; fi
+  if [ -f benchmarks/bench_linalg.py ]; then $PY benchmarks/bench_linalg.py ${LINALG_ARGS:-} || rc=1; fi
+  $PY benchmarks/demo.py || rc=1
+  return $rc
+}
+stage bench bench.log bench
+tar czf "$OUT/results.tgz" benchmarks/results 2>/dev/null
+echo "=== summary"; cat "$OUT/summary.txt"
+grep -hE "passed|failed|median|target|TARGET" "$OUT/pytest.log" "$OUT/bench.log" 2>/dev/null | tail -40
+exit $status
