@@ -40,6 +40,12 @@ std::string Plan::explain() const {
 
 int64_t cpu_panel_width(int64_t esize) { return std::max<int64_t>(1, kCpuPanelBytes / esize); }
 
+int64_t cpu_permute_panel_width(int64_t n, int64_t esize, int64_t threads, int64_t panel) {
+  const int64_t widest = std::max<int64_t>(panel, 4096 / esize);
+  const int64_t per_thread = (n + 4 * threads - 1) / (4 * threads);
+  return std::min(n, std::max(panel, std::min(widest, per_thread)));
+}
+
 CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
                                     int64_t chunks) {
   CpuScratchLayout l;
@@ -48,7 +54,7 @@ CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t
   l.leaders_off = align64(l.bitmap_words * 8);
   // A thread gathers one row (n elements) in the row shuffle, or one panel's saved rows plus one row segment
   // in the column steps.
-  l.thread_elems = std::max<int64_t>(n, panel * panel + panel);
+  l.thread_elems = std::max<int64_t>({n, panel * panel + panel, 2 * cpu_permute_panel_width(n, esize, threads, panel)});
   l.threads_off = l.leaders_off + align64(l.bitmap_words * 8);
   l.chunk_elems = chunks > 1 ? panel * panel : 0;
   l.chunks_off = l.threads_off + threads * align64(l.thread_elems * esize);

@@ -110,6 +110,8 @@ struct CpuScratchLayout {
 CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
                                     int64_t chunks);
 int64_t cpu_panel_width(int64_t esize);
+// Columns per panel in the CPU row permutation (cycle following): wide segments, a few panels per thread.
+int64_t cpu_permute_panel_width(int64_t n, int64_t esize, int64_t threads, int64_t panel);
 
 }  // namespace plan
 }  // namespace torch_inplace

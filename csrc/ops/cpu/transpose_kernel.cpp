@@ -66,7 +66,7 @@ class CpuTranspose {
   // ---- Catanzaro, in gather form (../shared/reference/c2r_reference.py) -------------------------------------
   void c2r(T* A) const {
     if (p_.c > 1) rotate_columns(A, [&](int64_t j) { return j / p_.b; }, +1);  // eq. 23
-    shuffle_rows(A, [&](int64_t i, int64_t j) { return p_.row_gather(i, j); });  // eq. 31
+    shuffle_rows(A, /*c2r=*/true);                                               // eq. 31
     rotate_columns(A, [&](int64_t j) { return j; }, +1);                          // eq. 26: rotation by j ...
     permute_rows(A, /*gather=*/true);                                            // ... then out[i] = in[q(i)]
   }
@@ -74,7 +74,7 @@ class CpuTranspose {
   void r2c(T* A) const {
     permute_rows(A, /*gather=*/false);                                           // out[q(i)] = in[i]
     rotate_columns(A, [&](int64_t j) { return j; }, -1);                         // column j down by j
-    shuffle_rows(A, [&](int64_t i, int64_t j) { return p_.row_scatter(i, j); }); // eq. 24
+    shuffle_rows(A, /*c2r=*/false);                                              // eq. 24
     if (p_.c > 1) rotate_columns(A, [&](int64_t j) { return j / p_.b; }, -1);   // eq. 36
   }
 
@@ -87,15 +87,48 @@ class CpuTranspose {
     return reinterpret_cast<T*>(scratch_ + layout_.chunks_off + c * stride);
   }
 
-  // Row shuffle: out(i, j) = in(i, src(i, j)) for every row, through the thread's buffer.
-  template <typename Src>
-  void shuffle_rows(T* A, Src src) const {
-    const int64_t n = n_;
-    at::parallel_for(0, m_, std::max<int64_t>(1, 16384 / n), [&](int64_t lo, int64_t hi) {
+  // Row shuffle: out(i, j) = in(i, src(i, j)) for every row, through the thread's buffer. The source indices
+  // of eq. 31 (C2R) and eq. 24 (R2C) are generated incrementally along the row (no division per element);
+  // c2r::Params::row_gather / row_scatter are the specification (and the C2R path for the last c rows, where
+  // eq. 31 adds m for some j).
+  void shuffle_rows(T* A, bool c2r) const {
+    const int64_t m = m_, n = n_, c = p_.c, b = p_.b, ainv = p_.ainv;
+    at::parallel_for(0, m, std::max<int64_t>(1, 16384 / n), [&](int64_t lo, int64_t hi) {
       T* tmp = thread_buf();
       for (int64_t i = lo; i < hi; ++i) {
         T* row = A + i * n;
-        for (int64_t j = 0; j < n; ++j) tmp[j] = row[src(i, j)];
+        if (c2r && i + c > m) {
+          for (int64_t j = 0; j < n; ++j) tmp[j] = row[p_.row_gather(i, j)];
+        } else if (c2r) {
+          // f = j + i (n - 1); src = (ainv * (f / c) mod b) + (f mod c) * b
+          const int64_t f = i * (n - 1);
+          int64_t r = f % c, t = c2r::mulmod(ainv, (f / c) % b, b);
+          for (int64_t j = 0; j < n; ++j) {
+            tmp[j] = row[t + r * b];
+            if (++r == c) {
+              r = 0;
+              t += ainv;
+              if (t >= b) t -= b;
+            }
+          }
+        } else {
+          // src = ((i + j / b) mod m + j m) mod n, with x = (i + j / b) mod m, xm = x mod n, y = j m mod n
+          int64_t x = i, xm = i % n, y = 0, jr = 0;
+          const int64_t mn = m % n;
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t src = xm + y;
+            if (src >= n) src -= n;
+            tmp[j] = row[src];
+            y += mn;
+            if (y >= n) y -= n;
+            if (++jr == b) {
+              jr = 0;
+              ++x;
+              if (++xm == n) xm = 0;
+              if (x == m) x = xm = 0;
+            }
+          }
+        }
         std::memcpy(row, tmp, n * sizeof(T));
       }
     });
@@ -168,7 +201,12 @@ class CpuTranspose {
   void fine_sweep(T* P, int64_t w, const int64_t* f, int64_t F, T* saved) const {
     const int64_t m = m_, n = n_;
     for (int64_t r = 0; r < F; ++r) std::memcpy(saved + r * w, P + r * n, w * sizeof(T));
-    for (int64_t i = 0; i < m; ++i) {
+    const int64_t body = std::max<int64_t>(0, m - F);  // rows whose sources all lie below them, unwritten
+    for (int64_t i = 0; i < body; ++i) {
+      T* row = P + i * n;
+      for (int64_t jj = 0; jj < w; ++jj) row[jj] = P[(i + f[jj]) * n + jj];
+    }
+    for (int64_t i = body; i < m; ++i) {
       T* row = P + i * n;
       for (int64_t jj = 0; jj < w; ++jj) {
         const int64_t s = i + f[jj];
@@ -276,7 +314,10 @@ class CpuTranspose {
       });
       return;
     }
-    const int64_t W = plan_.panel, panels = (n + W - 1) / W;
+    // Each cycle step is a dependent random access: move wide row segments so that there are few steps, while
+    // keeping a few panels per thread.
+    const int64_t W = plan::cpu_permute_panel_width(n, sizeof(T), plan_.threads, plan_.panel);
+    const int64_t panels = (n + W - 1) / W;
     at::parallel_for(0, panels, 1, [&](int64_t lo, int64_t hi) {
       T* tmp = thread_buf();
       for (int64_t pnl = lo; pnl < hi; ++pnl) {
@@ -291,18 +332,31 @@ class CpuTranspose {
   }
 
   // ---- squares: swap tile (bi, bj) with the transpose of tile (bj, bi) ----------------------------------------
+  // Both tiles are read into local buffers (row-wise, cache-line friendly) and written back transposed.
   static void square(T* A, int64_t n) {
     constexpr int64_t B = 32;
     const int64_t nb = (n + B - 1) / B;
-    at::parallel_for(0, nb, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t bi = lo; bi < hi; ++bi) {
-        const int64_t i0 = bi * B, i1 = std::min(n, i0 + B);
-        for (int64_t bj = bi; bj < nb; ++bj) {
-          const int64_t j0 = bj * B, j1 = std::min(n, j0 + B);
-          for (int64_t i = i0; i < i1; ++i) {
-            for (int64_t j = (bi == bj ? i + 1 : j0); j < j1; ++j) std::swap(A[i * n + j], A[j * n + i]);
-          }
+    // Tile pairs (bi, bj), bj >= bi, enumerated row by row; split evenly across threads.
+    at::parallel_for(0, nb * (nb + 1) / 2, 8, [&](int64_t lo, int64_t hi) {
+      T a[B * B], b[B * B];
+      int64_t bi = 0, k = lo;
+      while (k >= nb - bi) k -= nb - bi++;
+      int64_t bj = bi + k;
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t i0 = bi * B, ih = std::min(B, n - i0);
+        const int64_t j0 = bj * B, jw = std::min(B, n - j0);
+        for (int64_t r = 0; r < ih; ++r) std::memcpy(a + r * B, A + (i0 + r) * n + j0, jw * sizeof(T));
+        if (bi == bj) {
+          for (int64_t r = 0; r < ih; ++r)
+            for (int64_t q = 0; q < jw; ++q) A[(i0 + r) * n + j0 + q] = a[q * B + r];
+        } else {
+          for (int64_t r = 0; r < jw; ++r) std::memcpy(b + r * B, A + (j0 + r) * n + i0, ih * sizeof(T));
+          for (int64_t r = 0; r < ih; ++r)
+            for (int64_t q = 0; q < jw; ++q) A[(i0 + r) * n + j0 + q] = b[q * B + r];
+          for (int64_t r = 0; r < jw; ++r)
+            for (int64_t q = 0; q < ih; ++q) A[(j0 + r) * n + i0 + q] = a[q * B + r];
         }
+        if (++bj == nb) bj = ++bi;
       }
     });
   }
