@@ -46,20 +46,36 @@ int64_t cpu_permute_panel_width(int64_t n, int64_t esize, int64_t threads, int64
   return std::min(n, std::max(panel, std::min(widest, per_thread)));
 }
 
-CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
-                                    int64_t chunks) {
+CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel) {
   CpuScratchLayout l;
   l.bitmap_words = (m + 63) / 64;
   l.visited_off = 0;
   l.leaders_off = align64(l.bitmap_words * 8);
-  // A thread gathers one row (n elements) in the row shuffle, or one panel's saved rows plus one row segment
-  // in the column steps.
-  l.thread_elems = std::max<int64_t>({n, panel * panel + panel, 2 * cpu_permute_panel_width(n, esize, threads, panel)});
+  // A thread gathers one row (n elements) in the row shuffle, one panel's saved rows plus one row segment in the
+  // column rotations, or two row segments in the row permutation.
+  l.thread_elems =
+      std::max<int64_t>({n, panel * panel + panel, 2 * cpu_permute_panel_width(n, esize, threads, panel)});
   l.threads_off = l.leaders_off + align64(l.bitmap_words * 8);
-  l.chunk_elems = chunks > 1 ? panel * panel : 0;
-  l.chunks_off = l.threads_off + threads * align64(l.thread_elems * esize);
-  l.total = l.chunks_off + chunks * align64(l.chunk_elems * esize);
-  if (chunks <= 1) l.total = l.chunks_off;
+  l.total = l.threads_off + threads * align64(l.thread_elems * esize);
+  return l;
+}
+
+int64_t cpu_skinny_tile(int64_t N, int64_t F, int64_t esize) {
+  // A k x F tile of about 32 KB stays in cache while it is transposed; super-elements of k elements make each
+  // cycle-following step a long contiguous copy.
+  const int64_t k = std::max<int64_t>(16, (int64_t{32} << 10) / std::max<int64_t>(1, F * esize));
+  return std::max<int64_t>(1, std::min(N, k));
+}
+
+CpuSkinnyLayout cpu_skinny_layout(int64_t N, int64_t F, int64_t esize, int64_t threads, int64_t k) {
+  CpuSkinnyLayout l;
+  l.N = N, l.F = F, l.k = k, l.Mp = N / k, l.r = N % k;
+  l.bitmap_words = (l.Mp * F + 63) / 64;
+  l.visited_off = 0;
+  l.thread_elems = std::max(k * F, 2 * k);
+  l.threads_off = align64(l.bitmap_words * 8);
+  l.remainder_off = l.threads_off + threads * align64(l.thread_elems * esize);
+  l.total = l.remainder_off + align64(l.r * F * esize);
   return l;
 }
 
@@ -75,21 +91,26 @@ Plan base_plan(const Problem& p, Algo a, std::string why) {
 
 Plan cpu_catanzaro(const Problem& p, const DeviceCaps& caps, Algo a, std::string why) {
   Plan plan = base_plan(p, a, std::move(why));
-  const bool r2c = (a == Algo::R2C) || (a == Algo::Skinny && p.rows <= p.cols);
+  const bool r2c = a == Algo::R2C;
   // C2R works on (m, n) = (rows, cols); R2C on the (cols, rows) view. Either way the row shuffle runs on
   // rows of length n, the columns have length m.
   const int64_t m = r2c ? p.cols : p.rows;
   const int64_t n = r2c ? p.rows : p.cols;
   plan.c2r = c2r::Params(m, n);
   plan.threads = std::max(1, caps.num_threads);
-  if (a == Algo::Skinny) {
-    plan.panel = n;  // all columns at once; the column steps are split into row chunks instead
-    plan.chunks = std::max<int64_t>(1, std::min<int64_t>(4 * plan.threads, m / std::max<int64_t>(4096, 2 * n)));
-  } else {
-    plan.panel = std::min(n, cpu_panel_width(p.esize));
-    plan.chunks = 1;
-  }
-  plan.scratch_bytes = cpu_scratch_layout(m, n, p.esize, plan.threads, plan.panel, plan.chunks).total;
+  plan.panel = std::min(n, cpu_panel_width(p.esize));
+  plan.scratch_bytes = cpu_scratch_layout(m, n, p.esize, plan.threads, plan.panel).total;
+  return plan;
+}
+
+Plan cpu_skinny(const Problem& p, const DeviceCaps& caps) {
+  Plan plan = base_plan(p, Algo::Skinny,
+                        "short side <= 64: tiles of the long side transposed in cache, then their super-elements "
+                        "by cycle following (sequence 2.1), the remainder rows cut and spread");
+  const int64_t N = std::max(p.rows, p.cols), F = std::min(p.rows, p.cols);
+  plan.threads = std::max(1, caps.num_threads);
+  plan.tile_m = cpu_skinny_tile(N, F, p.esize);
+  plan.scratch_bytes = cpu_skinny_layout(N, F, p.esize, plan.threads, plan.tile_m).total;
   return plan;
 }
 
@@ -103,9 +124,7 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(base_plan(p, Algo::Square, "rows == cols: swap tile pairs across the diagonal, no scratch"));
   }
   if (want(Algo::Skinny) && lo <= kSkinnyMax && lo >= 2 && hi > lo) {
-    out.push_back(cpu_catanzaro(p, caps, Algo::Skinny,
-                                "short side <= 64: Catanzaro with the whole short side as one panel and the "
-                                "column steps split into row chunks across threads"));
+    out.push_back(cpu_skinny(p, caps));
   }
   const bool tall = p.rows > p.cols;
   Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;

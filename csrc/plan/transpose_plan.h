@@ -18,7 +18,7 @@ enum class Algo : int {
   Square,     // rows == cols: swap tile pairs across the diagonal
   C2R,        // Catanzaro columns-to-rows decomposition of the rows x cols matrix (paper 003)
   R2C,        // Catanzaro's inverse decomposition applied to the cols x rows view (paper 003)
-  Skinny,     // one side <= kSkinnyMax (AoS <-> SoA): the short side kept on chip / in cache
+  Skinny,     // one side <= kSkinnyMax (AoS <-> SoA): the short side kept on chip / in cache (CPU: sequence 2.1)
   Tiled31,    // Gomez-Luna/Sung sequence 3.1: 100! (super-elements of n), 0010! (tiles), 0100! (paper 000)
   Tiled32,    // sequence 3.2: 0100!, 0010!, 100!
   Tiled21,    // sequence 2.1: 010! (m x N tiles on chip), 100!
@@ -64,7 +64,6 @@ struct Plan {
   // Catanzaro parameters: C2R works on (m, n) = (rows, cols); R2C on (m, n) = (cols, rows).
   c2r::Params c2r;
   int64_t panel = 0;               // CPU: columns per panel in the column steps
-  int64_t chunks = 1;              // CPU skinny: row chunks each column step is split into
   int64_t threads = 1;             // CPU: threads the scratch is sized for
   // Tiled algorithms: the matrix is (M', m, N', n) with rows = M'*m, cols = N'*n.
   int64_t tile_m = 0, tile_n = 0;
@@ -97,21 +96,34 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
 // way round, can take the padded path (gpu_plan.cpp); 0 where padding never helps.
 int64_t padding_slack_bytes(const Problem& p);
 
-// Scratch bytes of the CPU Catanzaro engine for an (m, n) decomposition with `threads` threads.
-// Layout of that scratch (offsets in bytes, each 64-byte aligned): two bitmaps of m bits (visited, cycle
-// leaders of the row permutation q), one buffer per thread, and for the skinny path one saved block of
-// `panel` rows x `panel` columns per row chunk.
+// CPU Catanzaro engine: columns per panel in the column rotations, and in the row permutation (cycle
+// following: wide segments, a few panels per thread).
+int64_t cpu_panel_width(int64_t esize);
+int64_t cpu_permute_panel_width(int64_t n, int64_t esize, int64_t threads, int64_t panel);
+
+// Its scratch for an (m, n) decomposition (offsets in bytes, each 64-byte aligned): two bitmaps of m bits (visited, cycle
+// leaders of the row permutation q) and one buffer per thread.
 struct CpuScratchLayout {
   int64_t bitmap_words = 0, visited_off = 0, leaders_off = 0;
   int64_t thread_elems = 0, threads_off = 0;
-  int64_t chunk_elems = 0, chunks_off = 0;
   int64_t total = 0;
 };
-CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel,
-                                    int64_t chunks);
-int64_t cpu_panel_width(int64_t esize);
-// Columns per panel in the CPU row permutation (cycle following): wide segments, a few panels per thread.
-int64_t cpu_permute_panel_width(int64_t n, int64_t esize, int64_t threads, int64_t panel);
+CpuScratchLayout cpu_scratch_layout(int64_t m, int64_t n, int64_t esize, int64_t threads, int64_t panel);
+
+// CPU skinny path (Gomez-Luna/Sung sequence 2.1 with a Karlsson cut): the long side N is cut into Mp = N / k
+// tiles of k rows (plan.tile_m = k) plus r = N mod k remainder rows. Each k x F tile is transposed through a
+// thread buffer (010!), the (Mp, F, k) array of k-element super-elements becomes (F, Mp, k) by cycle following
+// (100!), and the remainder rows are spread into place through a saved block. Scratch: a visited bitmap of
+// Mp*F bits, one buffer of max(k*F, 2k) elements per thread, and the r x F remainder.
+struct CpuSkinnyLayout {
+  int64_t N = 0, F = 0, k = 1, Mp = 0, r = 0;
+  int64_t bitmap_words = 0, visited_off = 0;
+  int64_t thread_elems = 0, threads_off = 0;
+  int64_t remainder_off = 0;
+  int64_t total = 0;
+};
+int64_t cpu_skinny_tile(int64_t N, int64_t F, int64_t esize);
+CpuSkinnyLayout cpu_skinny_layout(int64_t N, int64_t F, int64_t esize, int64_t threads, int64_t k);
 
 }  // namespace plan
 }  // namespace torch_inplace

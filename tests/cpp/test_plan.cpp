@@ -41,7 +41,11 @@ bool contains(const std::string& s, const std::string& sub) { return s.find(sub)
 
 // The scratch a CPU Catanzaro-family plan must report: cpu_scratch_layout of its own parameters.
 int64_t expected_cpu_scratch(const Plan& pl) {
-  return cpu_scratch_layout(pl.c2r.m, pl.c2r.n, pl.problem.esize, pl.threads, pl.panel, pl.chunks).total;
+  if (pl.algo == Algo::Skinny) {
+    const int64_t N = std::max(pl.problem.rows, pl.problem.cols), F = std::min(pl.problem.rows, pl.problem.cols);
+    return cpu_skinny_layout(N, F, pl.problem.esize, pl.threads, pl.tile_m).total;
+  }
+  return cpu_scratch_layout(pl.c2r.m, pl.c2r.n, pl.problem.esize, pl.threads, pl.panel).total;
 }
 
 TEST(Names, RoundTrip) {
@@ -84,12 +88,14 @@ TEST(CpuPlan, SkinnyForAShortSide) {
                                                               {2, 3}, {1000, 2}}) {
     const Plan pl = make_plan(prob(1, r, c), cpu());
     EXPECT_EQ(pl.algo, Algo::Skinny) << r << "x" << c;
-    // The skinny decomposition runs C2R for tall matrices and R2C (on the cols x rows view) for wide ones: the
-    // columns of the decomposition are the long side, the rows (kept whole in the panel) the short side.
-    EXPECT_EQ(pl.c2r.m, std::max(r, c));
-    EXPECT_EQ(pl.c2r.n, std::min(r, c));
-    EXPECT_EQ(pl.panel, pl.c2r.n);
-    EXPECT_GE(pl.chunks, 1);
+    // Tiles of k rows of the long side (k x F tiles of about 32 KB, at most the long side), the rest cut.
+    const int64_t N = std::max(r, c), F = std::min(r, c);
+    EXPECT_GE(pl.tile_m, 1);
+    EXPECT_LE(pl.tile_m, N);
+    EXPECT_EQ(pl.tile_m, cpu_skinny_tile(N, F, 4));
+    const CpuSkinnyLayout l = cpu_skinny_layout(N, F, 4, pl.threads, pl.tile_m);
+    EXPECT_EQ(l.Mp * l.k + l.r, N);
+    EXPECT_LT(l.r, l.k);
     EXPECT_EQ(pl.scratch_bytes, expected_cpu_scratch(pl));
   }
 }
@@ -119,15 +125,15 @@ TEST(CpuPlan, ScratchScalesWithThreadsAndMatchesLayout) {
   EXPECT_EQ(one.threads, 1);
   EXPECT_EQ(eight.threads, 8);
   EXPECT_GT(eight.scratch_bytes, one.scratch_bytes);
-  const CpuScratchLayout l = cpu_scratch_layout(3000, 2000, 4, 8, eight.panel, eight.chunks);
+  const CpuScratchLayout l = cpu_scratch_layout(3000, 2000, 4, 8, eight.panel);
   EXPECT_EQ(l.total, eight.scratch_bytes);
   // Layout invariants: 64-byte aligned regions in order, each big enough for what it holds.
   EXPECT_EQ(l.bitmap_words, (3000 + 63) / 64);
-  for (int64_t off : {l.visited_off, l.leaders_off, l.threads_off, l.chunks_off}) EXPECT_EQ(off % 64, 0);
+  for (int64_t off : {l.visited_off, l.leaders_off, l.threads_off}) EXPECT_EQ(off % 64, 0);
   EXPECT_GE(l.leaders_off - l.visited_off, l.bitmap_words * 8);
   EXPECT_GE(l.threads_off - l.leaders_off, l.bitmap_words * 8);
   EXPECT_GE(l.thread_elems, 2000);  // a whole row of the row shuffle
-  EXPECT_GE(l.chunks_off - l.threads_off, 8 * l.thread_elems * 4);
+  EXPECT_GE(l.total - l.threads_off, 8 * l.thread_elems * 4);
   // O(max(m, n)) per thread: far below the matrix itself.
   EXPECT_LT(eight.scratch_bytes, 3000 * 2000 * 4 / 20);
 }

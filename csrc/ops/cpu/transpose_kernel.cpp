@@ -6,8 +6,8 @@
 // all columns. Both handle columns in panels of `plan.panel` columns so that every memory access touches
 // whole cache lines: a rotation is a coarse rotation of the panel (juggling, one pass) plus a fine sweep of
 // small per-column amounts (one pass, the first rows saved); q is applied to whole row segments by cycle
-// following from precomputed cycle leaders. The skinny variant keeps the whole short side as one panel and
-// splits each column step into row chunks (each chunk saves the rows its neighbour will read first).
+// following from precomputed cycle leaders. The skinny path (AoS <-> SoA) is the tiled sequence 2.1 of
+// Gomez-Luna/Sung with a Karlsson cut for the remainder (see plan::CpuSkinnyLayout).
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
@@ -43,21 +43,28 @@ class CpuTranspose {
   CpuTranspose(const plan::Plan& plan, uint8_t* scratch)
       : plan_(plan), p_(plan.c2r), m_(plan.c2r.m), n_(plan.c2r.n), scratch_(scratch) {
     if (plan.algo == plan::Algo::Square || plan.algo == plan::Algo::Noop) return;
-    layout_ = plan::cpu_scratch_layout(m_, n_, sizeof(T), plan.threads, plan.panel, plan.chunks);
+    if (plan.algo == plan::Algo::Skinny) {
+      const plan::Problem& pr = plan.problem;
+      sk_ = plan::cpu_skinny_layout(std::max(pr.rows, pr.cols), std::min(pr.rows, pr.cols), sizeof(T), plan.threads,
+                                    plan.tile_m);
+      return;
+    }
+    layout_ = plan::cpu_scratch_layout(m_, n_, sizeof(T), plan.threads, plan.panel);
     visited_ = reinterpret_cast<uint64_t*>(scratch_ + layout_.visited_off);
     leaders_ = reinterpret_cast<uint64_t*>(scratch_ + layout_.leaders_off);
     find_cycle_leaders();
   }
 
-  // Whether matrices of a batch may run concurrently (each then runs its steps on one thread).
-  bool batch_parallel_ok() const { return plan_.chunks <= 1; }
+  // Whether matrices of a batch may run concurrently (each then runs its steps on one thread): not for the
+  // skinny path, whose visited bitmap and remainder block are shared.
+  bool batch_parallel_ok() const { return plan_.algo != plan::Algo::Skinny; }
 
   void run(T* A) const {
     switch (plan_.algo) {
       case plan::Algo::Square: return square(A, plan_.problem.rows);
       case plan::Algo::C2R: return c2r(A);
       case plan::Algo::R2C: return r2c(A);
-      case plan::Algo::Skinny: return plan_.problem.rows > plan_.problem.cols ? c2r(A) : r2c(A);
+      case plan::Algo::Skinny: return skinny(A, plan_.problem.rows > plan_.problem.cols);
       default: TORCH_CHECK(false, "transpose_: CPU engine got unsupported plan ", plan::algo_name(plan_.algo));
     }
   }
@@ -82,11 +89,6 @@ class CpuTranspose {
     const int64_t stride = (layout_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
     return reinterpret_cast<T*>(scratch_ + layout_.threads_off + at::get_thread_num() * stride);
   }
-  T* chunk_buf(int64_t c) const {
-    const int64_t stride = (layout_.chunk_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
-    return reinterpret_cast<T*>(scratch_ + layout_.chunks_off + c * stride);
-  }
-
   // Row shuffle: out(i, j) = in(i, src(i, j)) for every row, through the thread's buffer. The source indices
   // of eq. 31 (C2R) and eq. 24 (R2C) are generated incrementally along the row (no division per element);
   // c2r::Params::row_gather / row_scatter are the specification (and the C2R path for the last c rows, where
@@ -142,18 +144,6 @@ class CpuTranspose {
       const int64_t s = shift(j) % m;
       return sign > 0 ? s : (m - s) % m;
     };
-    if (plan_.chunks > 1) {
-      // Skinny: one panel of all n columns; amounts are small (s(j) < n <= m), so no coarse rotation.
-      std::vector<int64_t> amount(n);
-      int64_t F = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        amount[j] = shift(j) % m;
-        F = std::max(F, amount[j]);
-      }
-      if (F == 0) return;
-      fine_sweep_chunked(A, amount.data(), F, sign > 0);
-      return;
-    }
     const int64_t W = plan_.panel;
     const int64_t panels = (n + W - 1) / W;
     at::parallel_for(0, panels, 1, [&](int64_t lo, int64_t hi) {
@@ -215,47 +205,6 @@ class CpuTranspose {
     }
   }
 
-  // Skinny column rotation split into row chunks. up: out(i, j) = in(i + a[j]); else out(i, j) = in(i - a[j]).
-  // Each chunk first saves the F rows its neighbour reads (its head when moving up, its tail when moving
-  // down); then every chunk sweeps away from that neighbour.
-  void fine_sweep_chunked(T* A, const int64_t* a, int64_t F, bool up) const {
-    const int64_t m = m_, n = n_;
-    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(plan_.chunks, m / std::max<int64_t>(F, 1)));
-    const int64_t len = m / chunks;  // the last chunk takes the remainder; every chunk has >= F rows
-    auto lo_of = [&](int64_t c) { return c * len; };
-    auto hi_of = [&](int64_t c) { return c == chunks - 1 ? m : (c + 1) * len; };
-    at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const int64_t r0 = up ? lo_of(c) : hi_of(c) - F;
-        std::memcpy(chunk_buf(c), A + r0 * n, F * n * sizeof(T));
-      }
-    });
-    at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const int64_t r0 = lo_of(c), r1 = hi_of(c);
-        if (up) {
-          const T* next = chunk_buf((c + 1) % chunks);  // head of the next chunk (chunk 0 after the last)
-          for (int64_t i = r0; i < r1; ++i) {
-            T* row = A + i * n;
-            for (int64_t j = 0; j < n; ++j) {
-              const int64_t s = i + a[j];
-              row[j] = s < r1 ? A[s * n + j] : next[(s - r1) * n + j];
-            }
-          }
-        } else {
-          const T* prev = chunk_buf((c + chunks - 1) % chunks);  // tail of the previous chunk
-          for (int64_t i = r1 - 1; i >= r0; --i) {
-            T* row = A + i * n;
-            for (int64_t j = 0; j < n; ++j) {
-              const int64_t s = i - a[j];
-              row[j] = s >= r0 ? A[s * n + j] : prev[(s - r0 + F) * n + j];
-            }
-          }
-        }
-      }
-    });
-  }
-
   // Cycle leaders of q (the smallest index of each cycle longer than 1), once per call.
   void find_cycle_leaders() {
     std::memset(visited_, 0, layout_.bitmap_words * 8);
@@ -302,18 +251,6 @@ class CpuTranspose {
       }
     };
     const int64_t words = layout_.bitmap_words;
-    if (plan_.chunks > 1) {
-      // Skinny: whole rows; cycles in parallel (leaders split by bitmap words).
-      at::parallel_for(0, words, 1, [&](int64_t lo, int64_t hi) {
-        T* tmp = thread_buf();
-        for (int64_t wd = lo; wd < hi; ++wd) {
-          for (uint64_t bits = leaders_[wd]; bits; bits &= bits - 1) {
-            follow(wd * 64 + __builtin_ctzll(bits), A, n, tmp);
-          }
-        }
-      });
-      return;
-    }
     // Each cycle step is a dependent random access: move wide row segments so that there are few steps, while
     // keeping a few panels per thread.
     const int64_t W = plan::cpu_permute_panel_width(n, sizeof(T), plan_.threads, plan_.panel);
@@ -329,6 +266,96 @@ class CpuTranspose {
         }
       }
     });
+  }
+
+  // ---- skinny (AoS <-> SoA): sequence 2.1 with a cut ----------------------------------------------------------
+  // to_soa: N x F -> F x N. The first Mp*k rows form (Mp, k, F): 010! makes it (Mp, F, k), 100! makes it
+  // (F, Mp, k); then row j (Mp*k elements) moves to j*N and the saved remainder column j fills its tail.
+  // Otherwise (F x N -> N x F) the same steps run inverted, in reverse order.
+  void skinny(T* A, bool to_soa) const {
+    const int64_t N = sk_.N, F = sk_.F, k = sk_.k, Mp = sk_.Mp, r = sk_.r, body = Mp * k;
+    T* rem = reinterpret_cast<T*>(scratch_ + sk_.remainder_off);  // r x F, row-major (AoS order)
+    if (to_soa) {
+      tile_transposes(A, Mp, k, F);
+      super_transpose(A, Mp, F, k);
+      if (r == 0) return;
+      std::memcpy(rem, A + body * F, r * F * sizeof(T));
+      for (int64_t j = F - 1; j >= 0; --j) {
+        std::memmove(A + j * N, A + j * body, body * sizeof(T));  // descending j: never over an unmoved row
+        T* tail = A + j * N + body;
+        for (int64_t i = 0; i < r; ++i) tail[i] = rem[i * F + j];
+      }
+    } else {
+      if (r > 0) {
+        for (int64_t j = 0; j < F; ++j) {
+          const T* tail = A + j * N + body;
+          for (int64_t i = 0; i < r; ++i) rem[i * F + j] = tail[i];
+        }
+        for (int64_t j = 1; j < F; ++j) std::memmove(A + j * body, A + j * N, body * sizeof(T));
+      }
+      super_transpose(A, F, Mp, k);
+      tile_transposes(A, Mp, F, k);
+      if (r > 0) std::memcpy(A + body * F, rem, r * F * sizeof(T));
+    }
+  }
+
+  // count independent rows x cols tiles, stored one after another, each transposed in place (010!).
+  void tile_transposes(T* A, int64_t count, int64_t rows, int64_t cols) const {
+    const int64_t sz = rows * cols;
+    at::parallel_for(0, count, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, sz)), [&](int64_t lo, int64_t hi) {
+      T* buf = skinny_thread_buf();
+      for (int64_t t = lo; t < hi; ++t) {
+        T* tile = A + t * sz;
+        std::memcpy(buf, tile, sz * sizeof(T));
+        for (int64_t c = 0; c < cols; ++c) {
+          T* out = tile + c * rows;
+          for (int64_t r = 0; r < rows; ++r) out[r] = buf[r * cols + c];
+        }
+      }
+    });
+  }
+
+  // (P, Q, k) -> (Q, P, k) in place (100!): the element at p = a*Q + b goes to b*P + a; cycles followed with
+  // k-element super-elements, leaders found with a visited bitmap, cycles run in parallel.
+  void super_transpose(T* A, int64_t P, int64_t Q, int64_t k) const {
+    if (P <= 1 || Q <= 1) return;
+    const int64_t L = P * Q;
+    auto* visited = reinterpret_cast<uint64_t*>(scratch_ + sk_.visited_off);
+    std::memset(visited, 0, ((L + 63) / 64) * 8);
+    auto dest = [&](int64_t p) { return (p % Q) * P + p / Q; };
+    std::vector<int64_t> leaders;
+    for (int64_t s = 0; s < L; ++s) {
+      if (bit_get(visited, s)) continue;
+      int64_t p = s;
+      do {
+        bit_set(visited, p);
+        p = dest(p);
+      } while (p != s);
+      if (dest(s) != s) leaders.push_back(s);
+    }
+    const size_t bytes = k * sizeof(T);
+    at::parallel_for(0, static_cast<int64_t>(leaders.size()), 1, [&](int64_t lo, int64_t hi) {
+      T* carry = skinny_thread_buf();
+      T* other = carry + k;
+      for (int64_t c = lo; c < hi; ++c) {
+        const int64_t s = leaders[c];
+        std::memcpy(carry, A + s * k, bytes);
+        int64_t p = s;
+        T *cur = carry, *nxt = other;
+        do {
+          const int64_t d = dest(p);
+          std::memcpy(nxt, A + d * k, bytes);
+          std::memcpy(A + d * k, cur, bytes);
+          std::swap(cur, nxt);
+          p = d;
+        } while (p != s);
+      }
+    });
+  }
+
+  T* skinny_thread_buf() const {
+    const int64_t stride = (sk_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
+    return reinterpret_cast<T*>(scratch_ + sk_.threads_off + at::get_thread_num() * stride);
   }
 
   // ---- squares: swap tile (bi, bj) with the transpose of tile (bj, bi) ----------------------------------------
@@ -366,6 +393,7 @@ class CpuTranspose {
   const int64_t m_, n_;
   uint8_t* scratch_;
   plan::CpuScratchLayout layout_;
+  plan::CpuSkinnyLayout sk_;
   uint64_t* visited_ = nullptr;
   uint64_t* leaders_ = nullptr;
 };
