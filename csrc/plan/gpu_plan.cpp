@@ -1,34 +1,141 @@
 // GPU planner (CUDA and HIP). Owned by the GPU engine; see transpose_plan.h for the contract.
+//
+// Candidates, best first:
+//   square  (rows == cols)      tile-pair swaps, one pass, no scratch;
+//   skinny  (short side 2..64)  Catanzaro with the short side as the shuffled row (on chip);
+//   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
+//                               first; the other direction as a fallback.
+// Each Catanzaro plan picks its column-step engine (one pass through a cluster's distributed shared memory when
+// a panel of the columns fits, else the universal reflection + cycle-following kernels) and its row-shuffle
+// engine (shared memory when a row fits, else global row slots), and sizes its scratch exactly.
+// Thresholds (panel widths, cluster sizes, row block sizes) come from benchmarks/tune_transpose.py; its table
+// is benchmarks/results/<gpu>/tune_transpose.json.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "plan/transpose_plan.h"
 
 namespace torch_inplace {
 namespace plan {
 
+namespace {
+
+// Test/benchmark knobs (environment, read per plan): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal
+// column kernels, TORCH_INPLACE_GPU_ROWS=global the global row slots, so every engine is testable on any GPU.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+
+int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of shared memory a block may use (leave 1 KiB for the runtime's reservation).
+int64_t smem_budget(const DeviceCaps& caps) {
+  return std::max<int64_t>(48 * 1024, caps.smem_per_block > 0 ? caps.smem_per_block - 1024 : 48 * 1024);
+}
+
+constexpr int64_t kPanelBytes = 128;      // preferred panel width in bytes (one 128-byte line per row)
+constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
+
+void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
+  const Problem& p = plan.problem;
+  const int64_t m = plan.c2r.m, n = plan.c2r.n, es = p.esize;
+  const int64_t budget = smem_budget(caps);
+  Plan::GpuSteps g;
+  int64_t off = 0;
+  // Row shuffle.
+  const int64_t row_bytes = n * es;
+  if (row_bytes <= budget && !env_is("TORCH_INPLACE_GPU_ROWS", "global")) {
+    g.row_block = std::max<int64_t>(1, std::min<int64_t>(kRowBlockBytes / row_bytes, m * p.batch));
+    g.row_block = std::min<int64_t>(g.row_block, std::max<int64_t>(1, budget / row_bytes));
+    g.row_smem = g.row_block * row_bytes;
+  } else {
+    g.row_block = 0;
+    g.row_slots = std::min<int64_t>(m * p.batch, std::max(1, 2 * caps.num_sms));
+    g.slots_off = off;
+    off += g.row_slots * align64(row_bytes);
+  }
+  // Column steps: the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose
+  // m rows fit in the distributed shared memory of one cluster.
+  if (caps.max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
+    int64_t npow = 1;
+    while (npow < n) npow *= 2;
+    for (int64_t W = std::min(std::max<int64_t>(1, kPanelBytes / es), npow); W >= 1; W /= 2) {
+      const int64_t panel = m * W * es;
+      const int64_t cs = ceil_div(panel, budget);
+      if (cs > caps.max_cluster) continue;
+      const int64_t R = ceil_div(m, cs);
+      g.col_width = W;
+      g.col_cluster = cs;
+      g.col_rows = R;
+      g.col_smem = R * W * es;
+      break;
+    }
+  }
+  if (g.col_cluster == 0) {
+    g.bitmap_off = off;
+    g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
+    off += g.bitmap_bytes;
+  }
+  plan.gpu = g;
+  plan.scratch_bytes = off;
+  if (g.col_cluster > 0) {
+    plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
+                   " blocks (panels of " + std::to_string(g.col_width) + " columns)";
+  } else {
+    plan.reason += "; columns by reflections and cycle following (leaders found on the device)";
+  }
+  plan.reason += g.row_block > 0 ? "; rows shuffled in shared memory" : "; rows shuffled through global row slots";
+}
+
+}  // namespace
+
 std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
-  (void)caps;
   std::vector<Plan> out;
   auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
-  auto make = [&](Algo a, const char* why) {
+  auto make = [&](Algo a, bool r2c, std::string why) {
     Plan plan;
     plan.algo = a;
     plan.problem = p;
-    plan.reason = why;
-    const bool r2c = a == Algo::R2C;
+    plan.reason = std::move(why);
     plan.c2r = c2r::Params(r2c ? p.cols : p.rows, r2c ? p.rows : p.cols);
+    plan.variant = r2c ? 1 : 0;
     return plan;
   };
-  if (want(Algo::Square) && p.rows == p.cols) out.push_back(make(Algo::Square, "rows == cols: tile-pair swaps"));
+  const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   const bool tall = p.rows > p.cols;
-  if (want(tall ? Algo::C2R : Algo::R2C)) out.push_back(make(tall ? Algo::C2R : Algo::R2C, "Catanzaro"));
-  if (want(tall ? Algo::R2C : Algo::C2R)) out.push_back(make(tall ? Algo::R2C : Algo::C2R, "Catanzaro (other)"));
+  if (want(Algo::Square) && p.rows == p.cols) {
+    Plan sq = make(Algo::Square, false, "rows == cols: swap tile pairs across the diagonal, one pass, no scratch");
+    sq.scratch_bytes = 0;
+    out.push_back(sq);
+  }
+  if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
+    Plan sk = make(Algo::Skinny, !tall,
+                   "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row");
+    plan_catanzaro(sk, caps);
+    out.push_back(sk);
+  }
+  const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
+  if (want(first)) {
+    Plan pl = make(first, first == Algo::R2C,
+                   tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
+                        : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side");
+    plan_catanzaro(pl, caps);
+    out.push_back(pl);
+  }
+  if (want(second)) {
+    Plan pl = make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction");
+    plan_catanzaro(pl, caps);
+    out.push_back(pl);
+  }
   return out;
 }
 
 int64_t padding_slack_bytes(const Problem& p) {
   (void)p;
-  return 0;
+  return 0;  // the padded path is not implemented on the GPU yet
 }
 
 }  // namespace plan
