@@ -31,8 +31,12 @@ def rand_tensor(shape, esize, gen=None):
     return raw.view(DTYPES[esize]).view(shape)
 
 
+def as_bytes(a):
+    return a.contiguous().reshape(-1).view(torch.uint8)
+
+
 def same_bytes(a, b):
-    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    return a.shape == b.shape and torch.equal(as_bytes(a), as_bytes(b))
 
 
 @contextlib.contextmanager
@@ -51,7 +55,7 @@ def env(**kv):
 
 def check(shape, esize, algorithm="auto"):
     x = rand_tensor(shape, esize)
-    want = x.mT.contiguous().clone()
+    want = x.mT.clone(memory_format=torch.contiguous_format)
     ptr = x.data_ptr()
     torch_inplace.transpose_(x, algorithm=algorithm)
     assert x.data_ptr() == ptr
@@ -167,7 +171,7 @@ def test_over_2_31_elements():
 def test_extra_memory():
     for shape, esize in [((5000, 7001), 4), ((7919, 7907), 8), ((1000000, 7), 4), ((9, 300000), 8), ((4096, 4096), 4)]:
         x = rand_tensor(shape, esize)
-        want = x.mT.contiguous().clone()
+        want = x.mT.clone(memory_format=torch.contiguous_format)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
@@ -203,7 +207,7 @@ def test_workspace_limit():
 def test_empty_and_vectors():
     for shape in [(0, 5), (5, 0), (0, 0), (3, 0, 4), (1, 1), (1, 17), (17, 1), (4, 1, 9)]:
         x = rand_tensor(shape, 4) if math.prod(shape) else torch.empty(shape, device="cuda")
-        want = x.mT.contiguous().clone()
+        want = x.mT.clone(memory_format=torch.contiguous_format)
         torch_inplace.transpose_(x)
         assert x.shape == want.shape and same_bytes(x, want)
 
@@ -212,7 +216,7 @@ def test_empty_transposable():
     for shape in [(1009, 1013), (64, 3000), (2, 499, 503)]:
         t = torch_inplace.empty_transposable(shape, dtype=torch.float32, device="cuda")
         t.copy_(rand_tensor(shape, 4))
-        want = t.mT.contiguous().clone()
+        want = t.mT.clone(memory_format=torch.contiguous_format)
         torch_inplace.transpose_(t)
         assert same_bytes(t, want)
     with pytest.raises(RuntimeError, match="padded"):
