@@ -112,8 +112,12 @@ TI_DEVICE U add_mod(U x, U y, U m) {
 
 // ---- row shuffle in shared memory: rows_per_block whole rows per block ----------------------------------
 // Gather out(i, j) = in(i, src(i, j)) with src = row_gather (C2R) or row_scatter2 (R2C).
+constexpr int kRowThreads = 512;
+constexpr int kSlotThreads = 1024;
+constexpr int kColThreads = 1024;
+
 template <typename T, typename U, bool kC2R>
-__global__ void row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P, int64_t total_rows,
+__global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P, int64_t total_rows,
                                         int rows_per_block) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
@@ -170,7 +174,7 @@ __global__ void row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P, int64
 
 // ---- row shuffle through a global slot per block (rows longer than shared memory) ------------------------
 template <typename T, typename U, bool kC2R>
-__global__ void row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ slots, CatIdx<U> P,
+__global__ void __launch_bounds__(kSlotThreads) row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ slots, CatIdx<U> P,
                                         int64_t total_rows) {
   const U n = P.n, m = P.m;
   T* slot = slots + static_cast<int64_t>(blockIdx.x) * n;
@@ -193,7 +197,7 @@ __global__ void row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ sl
 // (out(i) = in(i + s_j)) is the reflection about s_j followed by the reflection about 0.
 // amount_mode: 0 = about 0; else the column's rotation amount for `step`.
 template <typename T, typename U>
-__global__ void reflect_kernel(T* __restrict__ base, CatIdx<U> P, int step, bool about_zero, int64_t batch) {
+__global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatIdx<U> P, int step, bool about_zero, int64_t batch) {
   const U m = P.m, n = P.n;
   const int64_t mn = static_cast<int64_t>(m) * n;
   const int64_t total = mn * batch;
@@ -233,7 +237,7 @@ __global__ void q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
 // matrix) tasks; each thread one column of the segment. Loads along the cycle are issued K at a time, so the
 // chain costs one memory latency per K steps.
 template <typename T, typename U, bool kGather>
-__global__ void q_cycles_kernel(T* __restrict__ base, CatIdx<U> P, const uint32_t* __restrict__ bitmap,
+__global__ void __launch_bounds__(256) q_cycles_kernel(T* __restrict__ base, CatIdx<U> P, const uint32_t* __restrict__ bitmap,
                                 int64_t words, int64_t batch) {
   const U m = P.m, n = P.n;
   const int64_t segs = (static_cast<int64_t>(n) + blockDim.x - 1) / blockDim.x;

@@ -18,7 +18,7 @@ namespace kernels {
 #if !TI_HIP
 // step: a ColStep. Panels are W (a power of two, 2^w_log2) columns wide; `panels` per matrix; R rows per block.
 template <typename T, typename U>
-__global__ void col_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int step, int w_log2, uint32_t R,
+__global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int step, int w_log2, uint32_t R,
                                    DivMod<uint32_t> dm_R, int64_t panels, int64_t total_panels) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;

@@ -95,7 +95,7 @@ struct Engine {
     const auto& g = pl.gpu;
     const int64_t rows = pl.c2r.m * batch;
     if (g.row_block > 0) {
-      const int threads = 512;
+      const int threads = kRowThreads;
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
       auto k = c2r ? row_shuffle_smem_kernel<T, U, true> : row_shuffle_smem_kernel<T, U, false>;
@@ -105,7 +105,7 @@ struct Engine {
     } else {
       T* slots = reinterpret_cast<T*>(scratch + g.slots_off);
       auto k = c2r ? row_shuffle_gmem_kernel<T, U, true> : row_shuffle_gmem_kernel<T, U, false>;
-      k<<<static_cast<int>(g.row_slots), 1024, 0, stream>>>(data, slots, P, rows);
+      k<<<static_cast<int>(g.row_slots), kSlotThreads, 0, stream>>>(data, slots, P, rows);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
@@ -152,7 +152,7 @@ struct Engine {
       const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(total, caps.num_sms * per_sm / cs));
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs));
-      cfg.blockDim = dim3(1024);
+      cfg.blockDim = dim3(kColThreads);
       cfg.dynamicSmemBytes = static_cast<size_t>(g.col_smem);
       cfg.stream = stream;
       cudaLaunchAttribute attr[1];
