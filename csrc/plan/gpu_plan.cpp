@@ -28,6 +28,12 @@ bool env_is(const char* name, const char* value) {
   return v != nullptr && std::strcmp(v, value) == 0;
 }
 
+int64_t env_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return dflt;
+  return std::strtoll(v, nullptr, 10);
+}
+
 int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -36,36 +42,50 @@ int64_t smem_budget(const DeviceCaps& caps) {
   return std::max<int64_t>(48 * 1024, caps.smem_per_block > 0 ? caps.smem_per_block - 1024 : 48 * 1024);
 }
 
-constexpr int64_t kPanelBytes = 128;      // preferred panel width in bytes (one 128-byte line per row)
+// Tuned defaults (benchmarks/tune_transpose.py; TORCH_INPLACE_GPU_PANEL_BYTES / _MAX_CLUSTER / _ROW_BLOCK_BYTES
+// override them for tuning runs).
+constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
   const Problem& p = plan.problem;
   const int64_t m = plan.c2r.m, n = plan.c2r.n, es = p.esize;
   const int64_t budget = smem_budget(caps);
+  const int64_t panel_bytes = env_int("TORCH_INPLACE_GPU_PANEL_BYTES", kPanelBytes);
+  const int64_t max_cluster = std::min<int64_t>(caps.max_cluster, env_int("TORCH_INPLACE_GPU_MAX_CLUSTER", 8));
+  const int64_t row_block_bytes = env_int("TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", kRowBlockBytes);
   Plan::GpuSteps g;
   int64_t off = 0;
   // Row shuffle.
   const int64_t row_bytes = n * es;
-  if (row_bytes <= budget && !env_is("TORCH_INPLACE_GPU_ROWS", "global")) {
-    g.row_block = std::max<int64_t>(1, std::min<int64_t>(kRowBlockBytes / row_bytes, m * p.batch));
+  const bool rows_global = env_is("TORCH_INPLACE_GPU_ROWS", "global");
+  if (row_bytes <= budget && !rows_global) {
+    g.row_block = std::max<int64_t>(1, std::min<int64_t>(row_block_bytes / row_bytes, m * p.batch));
     g.row_block = std::min<int64_t>(g.row_block, std::max<int64_t>(1, budget / row_bytes));
     g.row_smem = g.row_block * row_bytes;
+  } else if (!rows_global && max_cluster > 1 && ceil_div(row_bytes, budget) <= max_cluster) {
+    // A row too long for one block: split over a cluster's distributed shared memory, still one pass.
+    g.row_cluster = ceil_div(row_bytes, budget);
+    g.row_part = ceil_div(n, g.row_cluster);
+    g.row_smem = g.row_part * es;
   } else {
     g.row_block = 0;
-    g.row_slots = std::min<int64_t>(m * p.batch, std::max(1, 2 * caps.num_sms));
+    // Global row slots, as many as the memory target allows (0.1% of the tensor + 1 MiB), at least one.
+    const int64_t allowed = (p.batch * p.rows * p.cols * es) / 1000 + (int64_t{1} << 20);
+    const int64_t fit = std::max<int64_t>(1, allowed / align64(row_bytes));
+    g.row_slots = std::min<int64_t>({m * p.batch, int64_t{2} * std::max(1, caps.num_sms), fit});
     g.slots_off = off;
     off += g.row_slots * align64(row_bytes);
   }
   // Column steps: the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose
   // m rows fit in the distributed shared memory of one cluster.
-  if (caps.max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
+  if (max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
     int64_t npow = 1;
     while (npow < n) npow *= 2;
-    for (int64_t W = std::min(std::max<int64_t>(1, kPanelBytes / es), npow); W >= 1; W /= 2) {
+    for (int64_t W = std::min(std::max<int64_t>(1, panel_bytes / es), npow); W >= 1; W /= 2) {
       const int64_t panel = m * W * es;
       const int64_t cs = ceil_div(panel, budget);
-      if (cs > caps.max_cluster) continue;
+      if (cs > max_cluster) continue;
       const int64_t R = ceil_div(m, cs);
       g.col_width = W;
       g.col_cluster = cs;
@@ -87,7 +107,9 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
   } else {
     plan.reason += "; columns by reflections and cycle following (leaders found on the device)";
   }
-  plan.reason += g.row_block > 0 ? "; rows shuffled in shared memory" : "; rows shuffled through global row slots";
+  plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
+                 : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"
+                                     : "; rows shuffled through global row slots";
 }
 
 }  // namespace

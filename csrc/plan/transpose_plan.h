@@ -78,11 +78,12 @@ struct Plan {
   // GPU Catanzaro steps (gpu_plan.cpp). Column steps: panels of col_width columns held by a cluster of
   // col_cluster blocks (col_rows rows each) in distributed shared memory; col_cluster == 0 selects the universal
   // column kernels (reflections + cycle following of q from a leader bitmap at scratch offset bitmap_off).
-  // Row shuffle: row_block rows per block in shared memory, or (row_block == 0) row_slots global row slots at
-  // scratch offset slots_off.
+  // Row shuffle: row_block rows per block in shared memory, or one row per cluster of row_cluster blocks, or
+  // row_slots global row slots at scratch offset slots_off.
   struct GpuSteps {
     int64_t col_width = 0, col_cluster = 0, col_rows = 0, col_smem = 0;
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
+    int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     int64_t bitmap_off = 0, bitmap_bytes = 0, slots_off = 0;
   } gpu;
 

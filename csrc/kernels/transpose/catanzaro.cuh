@@ -31,15 +31,19 @@ template <typename U>
 struct CatIdx {
   U m, n, c, a, b, ainv;
   bool wide_b;               // b >= 2^32: ainv * t needs a 128-bit product
+  bool small_b;              // b < 2^16: ainv * t fits 32 bits
   DivMod<U> dm_m, dm_n, dm_c, dm_a, dm_b;
   DivMod<uint64_t> dm_b64;
+  DivMod<uint32_t> dm_b32;
 
   CatIdx() = default;
   explicit CatIdx(const c2r::Params& p)
       : m(static_cast<U>(p.m)), n(static_cast<U>(p.n)), c(static_cast<U>(p.c)), a(static_cast<U>(p.a)),
         b(static_cast<U>(p.b)), ainv(static_cast<U>(p.ainv)), wide_b(p.b >= (int64_t{1} << 32)),
+        small_b(p.b < (int64_t{1} << 16)),
         dm_m(static_cast<U>(p.m)), dm_n(static_cast<U>(p.n)), dm_c(static_cast<U>(p.c)),
-        dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)) {}
+        dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)),
+        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)) {}
 
   // C2R step 2, gather form d'^-1_i(j) (eq. 31).
   TI_HOST_DEVICE U row_gather(U i, U j) const {
@@ -51,7 +55,9 @@ struct CatIdx {
     const U fc = dm_c.div(f, &fr);
     const U t = dm_b.mod(fc);
     U s;
-    if (!wide_b) {
+    if (small_b) {
+      s = static_cast<U>(dm_b32.mod(static_cast<uint32_t>(ainv) * static_cast<uint32_t>(t)));
+    } else if (!wide_b) {
       s = static_cast<U>(dm_b64.mod(static_cast<uint64_t>(ainv) * static_cast<uint64_t>(t)));
     } else {
       s = static_cast<U>(mulmod_u64(static_cast<uint64_t>(ainv), static_cast<uint64_t>(t), static_cast<uint64_t>(b)));

@@ -100,6 +100,66 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   }
 #endif
 }
+
+// Row shuffle of rows longer than one block's shared memory: a cluster holds one row at a time, block r its
+// elements [r*part, (r+1)*part); every output element gathers its source from whichever block holds it.
+template <typename T, typename U, bool kC2R>
+__global__ void __launch_bounds__(kColThreads)
+    row_shuffle_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int64_t total_rows, uint32_t part,
+                               DivMod<uint32_t> dm_part) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  cg::cluster_group cluster = cg::this_cluster();
+  const uint32_t rank = cluster.block_rank();
+  const uint32_t cs = cluster.num_blocks();
+  const int64_t cid = blockIdx.x / cs;
+  const int64_t nclusters = gridDim.x / cs;
+  const U n = P.n, m = P.m;
+  const uint32_t j0 = rank * part;
+  const uint32_t cnt = j0 >= n ? 0u : (n - j0 < part ? static_cast<uint32_t>(n - j0) : part);
+  constexpr int K = 8;
+  for (int64_t row = cid; row < total_rows; row += nclusters) {
+    T* g = base + row * static_cast<int64_t>(n) + j0;
+    const U i = static_cast<U>(row % static_cast<int64_t>(m));
+    for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t t = t0 + s * blockDim.x;
+        if (t < cnt) v[s] = g[t];
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t t = t0 + s * blockDim.x;
+        if (t < cnt) sm[t] = v[s];
+      }
+    }
+    cluster.sync();
+    for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t t = t0 + s * blockDim.x;
+        if (t < cnt) {
+          const U src = kC2R ? P.row_gather(i, j0 + t) : P.row_scatter2(i, j0 + t);
+          uint32_t off;
+          const uint32_t rk = dm_part.div(static_cast<uint32_t>(src), &off);
+          const T* remote = cluster.map_shared_rank(sm, rk);
+          v[s] = remote[off];
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t t = t0 + s * blockDim.x;
+        if (t < cnt) g[t] = v[s];
+      }
+    }
+    cluster.sync();
+  }
+#endif
+}
 #endif  // !TI_HIP
 
 }  // namespace kernels

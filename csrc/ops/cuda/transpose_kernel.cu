@@ -9,6 +9,7 @@
 // can be captured in a CUDA graph.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/transpose/catanzaro.cuh"
 #include "kernels/transpose/cluster_columns.cuh"
@@ -41,7 +42,7 @@ cudaError_t query_caps(int device, plan::DeviceCaps* out) {
 #if TI_HIP
   c.max_cluster = 1;
 #else
-  c.max_cluster = prop.major >= 9 ? 8 : 1;  // portable cluster size with distributed shared memory
+  c.max_cluster = prop.major >= 9 ? 16 : 1;  // clusters with distributed shared memory (> 8: non-portable)
 #endif
   *out = c;
   return cudaSuccess;
@@ -62,6 +63,34 @@ cudaError_t allow_smem(K kernel, int64_t bytes) {
   }
   return cudaSuccess;
 }
+
+#if !TI_HIP
+// Launches `kernel` as `clusters` clusters of `cs` blocks of kColThreads threads with `smem` bytes each.
+template <typename... P, typename... A>
+cudaError_t launch_cluster_impl(void (*kernel)(P...), int64_t clusters, int cs, int64_t smem, cudaStream_t stream,
+                                A&&... args) {
+  if (cs > 8) {
+    TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                  cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs));
+  cfg.blockDim = dim3(kColThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  TI_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+  TI_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+#define launch_cluster(k, clusters, cs, smem, ...) launch_cluster_impl(k, clusters, cs, smem, stream, __VA_ARGS__)
+#endif
 
 template <typename T, typename U>
 struct Engine {
@@ -86,6 +115,18 @@ struct Engine {
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
     const auto& g = pl.steps;
     const int64_t rows = pl.c2r.m * batch;
+#if !TI_HIP
+    if (g.row_cluster > 0) {
+      auto k = c2r ? row_shuffle_cluster_kernel<T, U, true> : row_shuffle_cluster_kernel<T, U, false>;
+      const int cs = static_cast<int>(g.row_cluster);
+      TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(g.row_smem)));
+      const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(rows, caps.num_sms / cs));
+      TI_CHECK(launch_cluster(k, clusters, cs, g.row_smem, data, P, rows, static_cast<uint32_t>(g.row_part),
+                              DivMod<uint32_t>(static_cast<uint32_t>(g.row_part))));
+      return cudaSuccess;
+    }
+#endif
     if (g.row_block > 0) {
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
@@ -141,29 +182,11 @@ struct Engine {
       auto k = col_cluster_kernel<T, U>;
       TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(std::max<int64_t>(g.col_smem, 1))));
-      if (cs > 8) {
-        TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k),
-                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      }
       const int64_t per_sm =
           std::max<int64_t>(1, std::min<int64_t>(2, caps.smem_per_block / (g.col_smem + 1024)));
       const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(total, caps.num_sms * per_sm / cs));
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs));
-      cfg.blockDim = dim3(kColThreads);
-      cfg.dynamicSmemBytes = static_cast<size_t>(g.col_smem);
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = cs;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      TI_CHECK(cudaLaunchKernelEx(&cfg, k, data, P, step, w_log2, static_cast<uint32_t>(g.col_rows),
-                                  DivMod<uint32_t>(static_cast<uint32_t>(g.col_rows)), panels, total));
-      TI_LAUNCH_CHECK();
-      return cudaSuccess;
+      return launch_cluster(k, clusters, cs, g.col_smem, data, P, step, w_log2, static_cast<uint32_t>(g.col_rows),
+                            DivMod<uint32_t>(static_cast<uint32_t>(g.col_rows)), panels, total);
 #endif
     }
     switch (step) {
