@@ -29,21 +29,23 @@ TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
 // Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
 template <typename U>
 struct CatIdx {
-  U m, n, c, a, b, ainv;
+  U m, n, c, a, b, ainv, binv;
   bool wide_b;               // b >= 2^32: ainv * t needs a 128-bit product
   bool small_b;              // b < 2^16: ainv * t fits 32 bits
   DivMod<U> dm_m, dm_n, dm_c, dm_a, dm_b;
   DivMod<uint64_t> dm_b64;
   DivMod<uint32_t> dm_b32;
+  DivMod<uint64_t> dm_a64;
 
   CatIdx() = default;
   explicit CatIdx(const c2r::Params& p)
       : m(static_cast<U>(p.m)), n(static_cast<U>(p.n)), c(static_cast<U>(p.c)), a(static_cast<U>(p.a)),
-        b(static_cast<U>(p.b)), ainv(static_cast<U>(p.ainv)), wide_b(p.b >= (int64_t{1} << 32)),
+        b(static_cast<U>(p.b)), ainv(static_cast<U>(p.ainv)),
+        binv(static_cast<U>(p.a > 1 ? c2r::mmi(p.b % p.a, p.a) : 0)), wide_b(p.b >= (int64_t{1} << 32)),
         small_b(p.b < (int64_t{1} << 16)),
         dm_m(static_cast<U>(p.m)), dm_n(static_cast<U>(p.n)), dm_c(static_cast<U>(p.c)),
         dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)),
-        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)) {}
+        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)), dm_a64(static_cast<uint64_t>(p.a)) {}
 
   // C2R step 2, gather form d'^-1_i(j) (eq. 31).
   TI_HOST_DEVICE U row_gather(U i, U j) const {
@@ -71,6 +73,14 @@ struct CatIdx {
     if (x >= m) x -= m;
     const U y = dm_n.mod(j * m);
     return dm_n.mod(x + y);
+  }
+  // q^-1(k) = (b^-1 * floor((c - 1 + k) / c)) mod a + (((c - 1) k) mod c) * a   (eq. 34; b^-1 = mmi(b, a)).
+  TI_HOST_DEVICE U q_inv(U k) const {
+    U r;
+    const U x = dm_c.div(c - 1 + k, &r);
+    dm_c.div(k, &r);
+    const U lo = static_cast<U>(dm_a64.mod(static_cast<uint64_t>(binv) * static_cast<uint64_t>(x)));
+    return lo + (r == 0 ? U(0) : c - r) * a;
   }
   // q(i) = (i*n - i/a) mod m (eq. 26 without the column term); i/a < c <= m.
   TI_HOST_DEVICE U q(U i) const {
@@ -103,6 +113,33 @@ TI_DEVICE U col_amount(const CatIdx<U>& P, int step, U j) {
   const U jm = P.dm_m.mod(j);
   if (step == kNegColumn) return jm == 0 ? U(0) : P.m - jm;
   return jm;
+}
+
+// Scatter form of every column step: the output row of input element (k, j).
+template <typename U>
+TI_DEVICE U col_dst(const CatIdx<U>& P, int step, U k, U j) {
+  const U m = P.m;
+  U r;
+  switch (step) {
+    case kPreRotate: {  // gather src = i + j/b  =>  dst = k - j/b
+      const U s = P.dm_b.div(j, &r);
+      return k >= s ? k - s : k + m - s;
+    }
+    case kPostRotate: {  // gather src = i - j/b  =>  dst = k + j/b
+      const U s = P.dm_b.div(j, &r);
+      const U d = k + s;
+      return d >= m ? d - m : d;
+    }
+    case kColShuffle: {  // gather src = q(i) + j  =>  dst = q^-1(k - j)
+      const U jm = P.dm_m.mod(j);
+      return P.q_inv(k >= jm ? k - jm : k + m - jm);
+    }
+    default: {  // kInvColShuffle: scatter dst = q(k) + j
+      const U jm = P.dm_m.mod(j);
+      const U d = P.q(k) + jm;
+      return d >= m ? d - m : d;
+    }
+  }
 }
 
 template <typename U>

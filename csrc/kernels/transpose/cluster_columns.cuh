@@ -31,7 +31,6 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   const int64_t nclusters = gridDim.x / cs;
   const U m = P.m, n = P.n;
   const uint32_t W = 1u << w_log2;
-  const bool scatter = step == kInvColShuffle;
   constexpr int K = 8;
   const uint32_t row0 = rank * R;
   const uint32_t rows = row0 >= m ? 0u : (m - row0 < R ? static_cast<uint32_t>(m - row0) : R);
@@ -41,7 +40,8 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
     const U j0 = static_cast<U>((pnl - k * panels) << w_log2);
     const uint32_t w = n - j0 < W ? static_cast<uint32_t>(n - j0) : W;
     T* A = base + k * static_cast<int64_t>(m) * n + j0;
-    // Phase 1: read this block's rows of the panel (gather: into its own slots; scatter: to their target rows).
+    // Phase 1: read this block's rows of the panel and store each element straight into the slot of its
+    // output row, wherever in the cluster that is (remote stores are posted: no round trip to wait for).
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
@@ -55,39 +55,22 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
         const uint32_t t = t0 + s * blockDim.x;
         const uint32_t jj = t & (W - 1);
         if (t < cnt && jj < w) {
-          if (!scatter) {
-            sm[t] = v[s];
-          } else {
-            const U i = row0 + (t >> w_log2);
-            const U d = add_mod<U>(P.q(i), col_amount<U>(P, step, j0 + jj), m);
-            uint32_t rr;
-            const uint32_t rk = dm_R.div(static_cast<uint32_t>(d), &rr);
-            T* remote = cluster.map_shared_rank(sm, rk);
-            remote[(rr << w_log2) + jj] = v[s];
-          }
+          const U d = col_dst<U>(P, step, static_cast<U>(row0 + (t >> w_log2)), j0 + jj);
+          uint32_t rr;
+          const uint32_t rk = dm_R.div(static_cast<uint32_t>(d), &rr);
+          T* remote = cluster.map_shared_rank(sm, rk);
+          remote[(rr << w_log2) + jj] = v[s];
         }
       }
     }
     cluster.sync();
-    // Phase 2: write this block's rows (gather: from their source rows anywhere in the cluster).
+    // Phase 2: write this block's own rows from its own shared memory.
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
-        const uint32_t jj = t & (W - 1);
-        if (t < cnt && jj < w) {
-          if (scatter) {
-            v[s] = sm[t];
-          } else {
-            const U i = row0 + (t >> w_log2);
-            const U src = add_mod<U>(col_row_term<U>(P, step, i), col_amount<U>(P, step, j0 + jj), m);
-            uint32_t rr;
-            const uint32_t rk = dm_R.div(static_cast<uint32_t>(src), &rr);
-            const T* remote = cluster.map_shared_rank(sm, rk);
-            v[s] = remote[(rr << w_log2) + jj];
-          }
-        }
+        if (t < cnt) v[s] = sm[t];
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
@@ -123,6 +106,7 @@ __global__ void __launch_bounds__(kColThreads)
   for (int64_t row = cid; row < total_rows; row += nclusters) {
     T* g = base + row * static_cast<int64_t>(n) + j0;
     const U i = static_cast<U>(row % static_cast<int64_t>(m));
+    // Scatter form (remote stores are posted): C2R sends (i, j) to d'_i(j) (eq. 24), R2C to d'^-1_i(j) (eq. 31).
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
@@ -133,7 +117,13 @@ __global__ void __launch_bounds__(kColThreads)
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
-        if (t < cnt) sm[t] = v[s];
+        if (t < cnt) {
+          const U dst = kC2R ? P.row_scatter2(i, j0 + t) : P.row_gather(i, j0 + t);
+          uint32_t off;
+          const uint32_t rk = dm_part.div(static_cast<uint32_t>(dst), &off);
+          T* remote = cluster.map_shared_rank(sm, rk);
+          remote[off] = v[s];
+        }
       }
     }
     cluster.sync();
@@ -142,13 +132,7 @@ __global__ void __launch_bounds__(kColThreads)
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
-        if (t < cnt) {
-          const U src = kC2R ? P.row_gather(i, j0 + t) : P.row_scatter2(i, j0 + t);
-          uint32_t off;
-          const uint32_t rk = dm_part.div(static_cast<uint32_t>(src), &off);
-          const T* remote = cluster.map_shared_rank(sm, rk);
-          v[s] = remote[off];
-        }
+        if (t < cnt) v[s] = sm[t];
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
