@@ -68,12 +68,12 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
-    shapes = [((17085, 15453), 4), ((17085, 15453), 8), ((9721, 13441), 4), ((4903, 11468), 8), ((15734, 1376), 4),
+    shapes = [((13441, 9721), 4), ((17085, 15453), 4), ((17085, 15453), 8), ((9721, 13441), 4), ((4903, 11468), 8), ((15734, 1376), 4),
               ((17466, 17771), 16), ((188942, 27), 4), ((27, 188942), 8)]
     if args.quick:
         shapes = shapes[:3]
     configs = [{}]
-    for pb in (32, 64, 256):
+    for pb in (16, 32, 64, 256):
         configs.append({"TORCH_INPLACE_GPU_PANEL_BYTES": str(pb)})
     for mc in (2, 4, 16):
         configs.append({"TORCH_INPLACE_GPU_MAX_CLUSTER": str(mc)})
