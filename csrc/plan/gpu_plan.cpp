@@ -84,7 +84,9 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
     while (npow < n) npow *= 2;
     for (int64_t W = std::min(std::max<int64_t>(1, panel_bytes / es), npow); W >= 1; W /= 2) {
       const int64_t panel = m * W * es;
-      const int64_t cs = ceil_div(panel, budget);
+      // Power-of-two clusters pack the GPCs (a cluster of 5 left 22 of 132 SMs idle on an H200).
+      int64_t cs = 1;
+      while (cs < ceil_div(panel, budget)) cs *= 2;
       if (cs > max_cluster) continue;
       const int64_t R = ceil_div(m, cs);
       g.col_width = W;

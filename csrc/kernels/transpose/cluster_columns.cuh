@@ -16,10 +16,40 @@ namespace torch_inplace {
 namespace kernels {
 
 #if !TI_HIP
-// step: a ColStep. Panels are W (a power of two, 2^w_log2) columns wide; `panels` per matrix; R rows per block.
+// Every column step splits, for a panel of W columns starting at j0, into a per-column "fine" shift of less
+// than W rows and one row permutation pi shared by the whole panel (paper 003 sec. 4.6: coarse + fine):
+//   C2R pre-rotate   dst(k, j) = k - j/b        = pi(k - f_j),  f_j = j/b - j0/b,  pi(x) = x - j0/b
+//   C2R col shuffle  dst(k, j) = q^-1(k - j)    = pi(k - f_j),  f_j = j - j0,      pi(x) = q^-1(x - j0)
+//   R2C post-rotate  dst(k, j) = k + j/b        = pi(k + f_j),  f_j = j/b - j0/b,  pi(x) = x + j0/b
+//   R2C inv shuffle  dst(k, j) = q(k) + j       = pi(k) + f_j,  f_j = j - j0,      pi(k) = q(k) + j0
+// The cluster holds the whole panel (block r: rows [r*R, (r+1)*R)). The fine shift moves elements by < W rows,
+// so it stays in the block's own shared memory except near block boundaries (the only distributed-shared-memory
+// traffic); the permutation moves whole W-wide row segments and is applied through global addresses, so every
+// global access is a W-element row segment. "Fine then permute" (first three): phase 1 stores row k's element j
+// in slot k -/+ f_j, phase 2 writes slot x to global row pi(x). "Permute then fine" (the last): phase 1 fills
+// slot x from global row pi^-1(x) = q^-1(x - j0), phase 2 writes global row i from slot i - f_j.
+template <typename U>
+struct PanelStep {
+  const CatIdx<U>* P;
+  int step;
+  U j0, j0m, c0;  // j0, j0 mod m, j0 / b
+  TI_DEVICE U fine(U j) const {  // f_j mod m
+    U r;
+    if (step == kPreRotate || step == kPostRotate) return P->dm_b.div(j, &r) - c0;  // < W/b + 1 <= m
+    return P->dm_m.mod(j - j0);
+  }
+  TI_DEVICE U pi(U x) const {  // row permutation of the fine-then-permute steps
+    const U m = P->m;
+    if (step == kPreRotate) return x >= c0 ? x - c0 : x + m - c0;
+    if (step == kPostRotate) return add_mod<U>(x, c0, m);
+    return P->q_inv(x >= j0m ? x - j0m : x + m - j0m);  // kColShuffle; also pi^-1 of kInvColShuffle
+  }
+};
+
 template <typename T, typename U>
-__global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int step, int w_log2, uint32_t R,
-                                   DivMod<uint32_t> dm_R, int64_t panels, int64_t total_panels) {
+__global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int step,
+                                                                  int w_log2, uint32_t R, DivMod<uint32_t> dm_R,
+                                                                  int64_t panels, int64_t total_panels) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -35,51 +65,87 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   const uint32_t row0 = rank * R;
   const uint32_t rows = row0 >= m ? 0u : (m - row0 < R ? static_cast<uint32_t>(m - row0) : R);
   const uint32_t cnt = rows << w_log2;
+  const bool permute_first = step == kInvColShuffle;
+  const bool forward = step == kPostRotate || step == kInvColShuffle;  // fine shift adds f_j (else subtracts)
+  // Slot of row d (any row of the panel): (rank, local row).
+  auto slot = [&](U d, uint32_t* rr) { return dm_R.div(static_cast<uint32_t>(d), rr); };
   for (int64_t pnl = cid; pnl < total_panels; pnl += nclusters) {
     const int64_t k = pnl / panels;
-    const U j0 = static_cast<U>((pnl - k * panels) << w_log2);
-    const uint32_t w = n - j0 < W ? static_cast<uint32_t>(n - j0) : W;
-    T* A = base + k * static_cast<int64_t>(m) * n + j0;
-    // Phase 1: read this block's rows of the panel and store each element straight into the slot of its
-    // output row, wherever in the cluster that is (remote stores are posted: no round trip to wait for).
+    PanelStep<U> ps;
+    ps.P = &P;
+    ps.step = step;
+    ps.j0 = static_cast<U>((pnl - k * panels) << w_log2);
+    ps.j0m = P.dm_m.mod(ps.j0);
+    U r0;
+    ps.c0 = P.dm_b.div(ps.j0, &r0);
+    const uint32_t w = n - ps.j0 < W ? static_cast<uint32_t>(n - ps.j0) : W;
+    T* A = base + k * static_cast<int64_t>(m) * n + ps.j0;
+    // Phase 1.
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
         const uint32_t jj = t & (W - 1);
-        if (t < cnt && jj < w) v[s] = A[static_cast<int64_t>(row0 + (t >> w_log2)) * n + jj];
+        if (t < cnt && jj < w) {
+          const U x = row0 + (t >> w_log2);
+          const U src = permute_first ? ps.pi(x) : x;
+          v[s] = A[static_cast<int64_t>(src) * n + jj];
+        }
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
         const uint32_t jj = t & (W - 1);
         if (t < cnt && jj < w) {
-          const U d = col_dst<U>(P, step, static_cast<U>(row0 + (t >> w_log2)), j0 + jj);
-          uint32_t rr;
-          const uint32_t rk = dm_R.div(static_cast<uint32_t>(d), &rr);
-          T* remote = cluster.map_shared_rank(sm, rk);
-          remote[(rr << w_log2) + jj] = v[s];
+          if (permute_first) {
+            sm[t] = v[s];
+          } else {
+            const U x = row0 + (t >> w_log2);
+            const U f = ps.fine(ps.j0 + jj);
+            const U d = forward ? add_mod<U>(x, f, m) : (x >= f ? x - f : x + m - f);
+            uint32_t rr;
+            const uint32_t rk = slot(d, &rr);
+            T* dst = rk == rank ? sm : cluster.map_shared_rank(sm, rk);
+            dst[(rr << w_log2) + jj] = v[s];
+          }
         }
       }
     }
     cluster.sync();
-    // Phase 2: write this block's own rows from its own shared memory.
+    // Phase 2.
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
-        if (t < cnt) v[s] = sm[t];
+        const uint32_t jj = t & (W - 1);
+        if (t < cnt && jj < w) {
+          if (!permute_first) {
+            v[s] = sm[t];
+          } else {
+            const U i = row0 + (t >> w_log2);
+            const U f = ps.fine(ps.j0 + jj);
+            const U y = i >= f ? i - f : i + m - f;
+            uint32_t rr;
+            const uint32_t rk = slot(y, &rr);
+            const T* src = rk == rank ? sm : cluster.map_shared_rank(sm, rk);
+            v[s] = src[(rr << w_log2) + jj];
+          }
+        }
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
         const uint32_t jj = t & (W - 1);
-        if (t < cnt && jj < w) A[static_cast<int64_t>(row0 + (t >> w_log2)) * n + jj] = v[s];
+        if (t < cnt && jj < w) {
+          const U x = row0 + (t >> w_log2);
+          const U dst = permute_first ? x : ps.pi(x);
+          A[static_cast<int64_t>(dst) * n + jj] = v[s];
+        }
       }
     }
-    cluster.sync();  // the panel's slots are free (and no block exits while others still read its memory)
+    cluster.sync();  // the panel's slots are free (and no block exits while others still use its memory)
   }
 #endif
 }
