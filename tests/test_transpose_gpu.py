@@ -141,9 +141,16 @@ def test_engines(knobs, esize):
                 check(shape, esize, algorithm)
 
 
-def test_aos_soa_roundtrip():
-    for n, f in [(10000, 3), (12345, 17), (4096, 64), (99991, 2), (7, 5)]:
-        for esize in (4, 8):
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="plain")])
+def test_aos_soa_roundtrip(knobs):
+    with env(**knobs):
+        _aos_soa_roundtrip()
+
+
+def _aos_soa_roundtrip():
+    for n, f in [(10000, 3), (12345, 17), (4096, 64), (99991, 2), (7, 5), (1000000, 7), (3 * 1024 * 9, 31),
+                 (2 * 65537, 12)]:
+        for esize in (1, 4, 8, 16):
             x = rand_tensor((n, f), esize)
             orig = x.clone()
             torch_inplace.aos_to_soa_(x)

@@ -47,9 +47,9 @@ int64_t smem_budget(const DeviceCaps& caps) {
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
 
-void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
+void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   const Problem& p = plan.problem;
-  const int64_t m = plan.c2r.m, n = plan.c2r.n, es = p.esize;
+  const int64_t m = plan.c2r.m, n = plan.c2r.n * super, es = p.esize;  // n: elements per row
   const int64_t budget = smem_budget(caps);
   const int64_t panel_bytes = env_int("TORCH_INPLACE_GPU_PANEL_BYTES", kPanelBytes);
   const int64_t max_cluster = std::min<int64_t>(caps.max_cluster, env_int("TORCH_INPLACE_GPU_MAX_CLUSTER", 8));
@@ -101,6 +101,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps) {
     g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
     off += g.bitmap_bytes;
   }
+  g.super = super;
   plan.gpu = g;
   plan.scratch_bytes = off;
   if (g.col_cluster > 0) {
@@ -136,9 +137,34 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(sq);
   }
   if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
-    Plan sk = make(Algo::Skinny, !tall,
-                   "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row");
-    plan_catanzaro(sk, caps);
+    // Super-elements: the largest divisor k of the long side N whose k x F tile fits a block's shared memory
+    // (64 KiB, several blocks per SM) and whose (N/k) x F super-element problem has its column panels in one
+    // cluster. Then a tile pass plus Catanzaro on short (N/k) columns replaces Catanzaro on N-row columns.
+    const int64_t N = hi, F = lo, es = p.esize;
+    const int64_t kmax = std::min<int64_t>(N / 2, (64 * 1024) / ((F + 1) * es));
+    const int64_t cluster_bytes = std::min<int64_t>(caps.max_cluster, 16) * smem_budget(caps);
+    int64_t k = 1;
+    if (caps.max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal") &&
+        !env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
+      for (int64_t d = kmax; d >= 8; --d) {
+        if (N % d != 0) continue;
+        if ((N / d) * std::max<int64_t>(32, es) > cluster_bytes) break;  // smaller d only lengthens columns
+        k = d;
+        break;
+      }
+    }
+    Plan sk = make(Algo::Skinny, !tall, "");
+    if (k > 1) {
+      sk.c2r = c2r::Params(N / k, F);
+      sk.reason = "short side <= 64 (AoS <-> SoA): " + std::to_string(k) + " x " + std::to_string(F) +
+                  " tiles transposed on chip, then Catanzaro on the " + std::to_string(N / k) + " x " +
+                  std::to_string(F) + " matrix of " + std::to_string(k) + "-element super-elements";
+      plan_catanzaro(sk, caps, k);
+      sk.gpu.tile_smem = k * (F + 1) * es;
+    } else {
+      sk.reason = "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row";
+      plan_catanzaro(sk, caps);
+    }
     out.push_back(sk);
   }
   const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;

@@ -84,6 +84,9 @@ struct Plan {
     int64_t col_width = 0, col_cluster = 0, col_rows = 0, col_smem = 0;
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
+    // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
+    // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
+    int64_t super = 1, tile_smem = 0;
     int64_t bitmap_off = 0, bitmap_bytes = 0, slots_off = 0;
   } gpu;
 

@@ -30,22 +30,29 @@ TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
 template <typename U>
 struct CatIdx {
   U m, n, c, a, b, ainv, binv;
+  U k, nk;                   // super-element width (elements) and elements per row, n * k
   bool wide_b;               // b >= 2^32: ainv * t needs a 128-bit product
   bool small_b;              // b < 2^16: ainv * t fits 32 bits
   DivMod<U> dm_m, dm_n, dm_c, dm_a, dm_b;
   DivMod<uint64_t> dm_b64;
   DivMod<uint32_t> dm_b32;
   DivMod<uint64_t> dm_a64;
+  DivMod<U> dm_k, dm_nk;
 
   CatIdx() = default;
-  explicit CatIdx(const c2r::Params& p)
+  explicit CatIdx(const c2r::Params& p, int64_t super = 1)
       : m(static_cast<U>(p.m)), n(static_cast<U>(p.n)), c(static_cast<U>(p.c)), a(static_cast<U>(p.a)),
         b(static_cast<U>(p.b)), ainv(static_cast<U>(p.ainv)),
         binv(static_cast<U>(p.a > 1 ? c2r::mmi(p.b % p.a, p.a) : 0)), wide_b(p.b >= (int64_t{1} << 32)),
         small_b(p.b < (int64_t{1} << 16)),
         dm_m(static_cast<U>(p.m)), dm_n(static_cast<U>(p.n)), dm_c(static_cast<U>(p.c)),
         dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)),
-        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)), dm_a64(static_cast<uint64_t>(p.a)) {}
+        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)), dm_a64(static_cast<uint64_t>(p.a)) {
+    k = static_cast<U>(super);
+    nk = static_cast<U>(p.n * super);
+    dm_k = DivMod<U>(k);
+    dm_nk = DivMod<U>(nk);
+  }
 
   // C2R step 2, gather form d'^-1_i(j) (eq. 31).
   TI_HOST_DEVICE U row_gather(U i, U j) const {
@@ -160,55 +167,53 @@ constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
 template <typename T, typename U, bool kC2R>
-__global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P, int64_t total_rows,
-                                        int rows_per_block) {
+__global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
+                                                                       int64_t total_rows, int rows_per_block) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
-  const U n = P.n;
+  const U nk = P.nk;
   constexpr int K = 8;
   for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_block; row0 < total_rows;
        row0 += static_cast<int64_t>(gridDim.x) * rows_per_block) {
     const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
-    const U cnt = static_cast<U>(rows) * n;
-    T* g = base + row0 * static_cast<int64_t>(n);  // the block's rows are contiguous
+    const U cnt = static_cast<U>(rows) * nk;
+    T* g = base + row0 * static_cast<int64_t>(nk);  // the block's rows are contiguous
     for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const U t = t0 + static_cast<U>(k) * blockDim.x;
-        if (t < cnt) v[k] = g[t];
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) v[s] = g[t];
       }
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const U t = t0 + static_cast<U>(k) * blockDim.x;
-        if (t < cnt) sm[t] = v[k];
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) sm[t] = v[s];
       }
     }
     __syncthreads();
-    // Row index within its matrix: (row0 + r) mod m.
     const U m = P.m;
-    U rr;
     const int64_t mat0 = row0 / static_cast<int64_t>(m);
     const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(m));
-    (void)rr;
     for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const U t = t0 + static_cast<U>(k) * blockDim.x;
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
         if (t < cnt) {
-          U j;
-          const U r = P.dm_n.div(t, &j);
+          U e, sub;
+          const U r = P.dm_nk.div(t, &e);
+          const U j = P.dm_k.div(e, &sub);
           U i = i0 + r;
           while (i >= m) i -= m;  // a block's rows span at most a few matrices
-          const U s = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
-          v[k] = sm[r * n + s];
+          const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
+          v[s] = sm[r * nk + src * P.k + sub];
         }
       }
 #pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const U t = t0 + static_cast<U>(k) * blockDim.x;
-        if (t < cnt) g[t] = v[k];
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) g[t] = v[s];
       }
     }
     __syncthreads();
@@ -217,18 +222,20 @@ __global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __rest
 
 // ---- row shuffle through a global slot per block (rows longer than shared memory) ------------------------
 template <typename T, typename U, bool kC2R>
-__global__ void __launch_bounds__(kSlotThreads) row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ slots, CatIdx<U> P,
-                                        int64_t total_rows) {
-  const U n = P.n, m = P.m;
-  T* slot = slots + static_cast<int64_t>(blockIdx.x) * n;
+__global__ void __launch_bounds__(kSlotThreads) row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ slots,
+                                                                        CatIdx<U> P, int64_t total_rows) {
+  const U nk = P.nk, m = P.m;
+  T* slot = slots + static_cast<int64_t>(blockIdx.x) * nk;
   for (int64_t row = blockIdx.x; row < total_rows; row += gridDim.x) {
-    T* g = base + row * static_cast<int64_t>(n);
-    for (U j = threadIdx.x; j < n; j += blockDim.x) slot[j] = g[j];
+    T* g = base + row * static_cast<int64_t>(nk);
+    for (U e = threadIdx.x; e < nk; e += blockDim.x) slot[e] = g[e];
     __syncthreads();
     const U i = static_cast<U>(row % static_cast<int64_t>(m));
-    for (U j = threadIdx.x; j < n; j += blockDim.x) {
-      const U s = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
-      g[j] = slot[s];
+    for (U e = threadIdx.x; e < nk; e += blockDim.x) {
+      U sub;
+      const U j = P.dm_k.div(e, &sub);
+      const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
+      g[e] = slot[src * P.k + sub];
     }
     __syncthreads();
   }
@@ -241,7 +248,7 @@ __global__ void __launch_bounds__(kSlotThreads) row_shuffle_gmem_kernel(T* __res
 // amount_mode: 0 = about 0; else the column's rotation amount for `step`.
 template <typename T, typename U>
 __global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatIdx<U> P, int step, bool about_zero, int64_t batch) {
-  const U m = P.m, n = P.n;
+  const U m = P.m, n = P.nk;  // element columns
   const int64_t mn = static_cast<int64_t>(m) * n;
   const int64_t total = mn * batch;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
@@ -249,8 +256,9 @@ __global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatI
     const int64_t k = e / mn;
     const U off = static_cast<U>(e - k * mn);
     U j;
-    const U i = P.dm_n.div(off, &j);
-    const U C = about_zero ? U(0) : col_amount(P, step, j);
+    const U i = P.dm_nk.div(off, &j);
+    U sub;
+    const U C = about_zero ? U(0) : col_amount(P, step, P.dm_k.div(j, &sub));
     const U p = C >= i ? C - i : C + m - i;
     if (i < p) {
       T* A = base + k * mn;
@@ -282,7 +290,7 @@ __global__ void q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
 template <typename T, typename U, bool kGather>
 __global__ void __launch_bounds__(256) q_cycles_kernel(T* __restrict__ base, CatIdx<U> P, const uint32_t* __restrict__ bitmap,
                                 int64_t words, int64_t batch) {
-  const U m = P.m, n = P.n;
+  const U m = P.m, n = P.nk;  // whole rows of n * k elements move
   const int64_t segs = (static_cast<int64_t>(n) + blockDim.x - 1) / blockDim.x;
   const int64_t tasks = words * segs * batch;
   constexpr int K = 8;

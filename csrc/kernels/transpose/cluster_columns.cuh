@@ -32,11 +32,12 @@ template <typename U>
 struct PanelStep {
   const CatIdx<U>* P;
   int step;
-  U j0, j0m, c0;  // j0, j0 mod m, j0 / b
-  TI_DEVICE U fine(U j) const {  // f_j mod m
+  U j0s, j0m, c0;  // the panel's first (super-)column j0s, j0s mod m, j0s / b
+  TI_DEVICE U fine(U e) const {  // f_j mod m for element column e (super-column j = e / k)
     U r;
+    const U j = P->dm_k.div(e, &r);
     if (step == kPreRotate || step == kPostRotate) return P->dm_b.div(j, &r) - c0;  // < W/b + 1 <= m
-    return P->dm_m.mod(j - j0);
+    return P->dm_m.mod(j - j0s);
   }
   TI_DEVICE U pi(U x) const {  // row permutation of the fine-then-permute steps
     const U m = P->m;
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   const uint32_t cs = cluster.num_blocks();
   const int64_t cid = blockIdx.x / cs;
   const int64_t nclusters = gridDim.x / cs;
-  const U m = P.m, n = P.n;
+  const U m = P.m, n = P.nk;  // element columns
   const uint32_t W = 1u << w_log2;
   constexpr int K = 8;
   const uint32_t row0 = rank * R;
@@ -74,12 +75,13 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
     PanelStep<U> ps;
     ps.P = &P;
     ps.step = step;
-    ps.j0 = static_cast<U>((pnl - k * panels) << w_log2);
-    ps.j0m = P.dm_m.mod(ps.j0);
+    const U j0 = static_cast<U>((pnl - k * panels) << w_log2);
     U r0;
-    ps.c0 = P.dm_b.div(ps.j0, &r0);
-    const uint32_t w = n - ps.j0 < W ? static_cast<uint32_t>(n - ps.j0) : W;
-    T* A = base + k * static_cast<int64_t>(m) * n + ps.j0;
+    ps.j0s = P.dm_k.div(j0, &r0);
+    ps.j0m = P.dm_m.mod(ps.j0s);
+    ps.c0 = P.dm_b.div(ps.j0s, &r0);
+    const uint32_t w = n - j0 < W ? static_cast<uint32_t>(n - j0) : W;
+    T* A = base + k * static_cast<int64_t>(m) * n + j0;
     // Phase 1.
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
             sm[t] = v[s];
           } else {
             const U x = row0 + (t >> w_log2);
-            const U f = ps.fine(ps.j0 + jj);
+            const U f = ps.fine(j0 + jj);
             const U d = forward ? add_mod<U>(x, f, m) : (x >= f ? x - f : x + m - f);
             uint32_t rr;
             const uint32_t rk = slot(d, &rr);
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
             v[s] = sm[t];
           } else {
             const U i = row0 + (t >> w_log2);
-            const U f = ps.fine(ps.j0 + jj);
+            const U f = ps.fine(j0 + jj);
             const U y = i >= f ? i - f : i + m - f;
             uint32_t rr;
             const uint32_t rk = slot(y, &rr);
@@ -165,7 +167,7 @@ __global__ void __launch_bounds__(kColThreads)
   const uint32_t cs = cluster.num_blocks();
   const int64_t cid = blockIdx.x / cs;
   const int64_t nclusters = gridDim.x / cs;
-  const U n = P.n, m = P.m;
+  const U n = P.nk, m = P.m;  // element columns
   const uint32_t j0 = rank * part;
   const uint32_t cnt = j0 >= n ? 0u : (n - j0 < part ? static_cast<uint32_t>(n - j0) : part);
   constexpr int K = 8;
@@ -184,7 +186,9 @@ __global__ void __launch_bounds__(kColThreads)
       for (int s = 0; s < K; ++s) {
         const uint32_t t = t0 + s * blockDim.x;
         if (t < cnt) {
-          const U dst = kC2R ? P.row_scatter2(i, j0 + t) : P.row_gather(i, j0 + t);
+          U sub;
+          const U j = P.dm_k.div(j0 + t, &sub);
+          const U dst = (kC2R ? P.row_scatter2(i, j) : P.row_gather(i, j)) * P.k + sub;
           uint32_t off;
           const uint32_t rk = dm_part.div(static_cast<uint32_t>(dst), &off);
           T* remote = cluster.map_shared_rank(sm, rk);

@@ -17,6 +17,7 @@
 #include "kernels/transpose/catanzaro.cuh"
 #include "kernels/transpose/cluster_columns.cuh"
 #include "kernels/transpose/square.cuh"
+#include "kernels/transpose/tiles.cuh"
 #include "ops/cuda/transpose_launch.h"
 
 #define TI_CHECK(expr)                      \
@@ -170,8 +171,23 @@ struct Engine {
     return cudaSuccess;
   }
 
+  int64_t nk() const { return pl.c2r.n * pl.steps.super; }  // elements per row of the c2r view
+
+  cudaError_t tiles(int64_t r, int64_t c) {
+    const int64_t count = batch * pl.c2r.m;
+    const int64_t smem = r * (c + 1) * static_cast<int64_t>(sizeof(T));
+    auto k = small_tiles_kernel<T>;
+    TI_CHECK(allow_smem(k, smem));
+    const int grid = static_cast<int>(std::min<int64_t>(count, int64_t{caps.num_sms} * 8));
+    k<<<grid, kTileThreads, smem, stream>>>(data, count, static_cast<uint32_t>(r), static_cast<uint32_t>(c),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(r)),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(c)));
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
   cudaError_t reflect(const CatIdx<U>& P, int step, bool about_zero) {
-    const int64_t total = pl.c2r.m * pl.c2r.n * batch;
+    const int64_t total = pl.c2r.m * nk() * batch;
     reflect_kernel<T, U><<<grid_for(total, 256, caps, 16), 256, 0, stream>>>(data, P, step, about_zero, batch);
     TI_LAUNCH_CHECK();
     return cudaSuccess;
@@ -184,8 +200,8 @@ struct Engine {
     q_leaders_kernel<U><<<grid_for(pl.c2r.m, 256, caps, 8), 256, 0, stream>>>(P, bitmap);
     TI_LAUNCH_CHECK();
     const int64_t words = (pl.c2r.m + 31) / 32;
-    const int threads = static_cast<int>(std::min<int64_t>(256, (pl.c2r.n + 31) / 32 * 32));
-    const int64_t segs = (pl.c2r.n + threads - 1) / threads;
+    const int threads = static_cast<int>(std::min<int64_t>(256, (nk() + 31) / 32 * 32));
+    const int64_t segs = (nk() + threads - 1) / threads;
     const int grid = static_cast<int>(std::min<int64_t>(words * segs * batch, int64_t{caps.num_sms} * 16));
     auto k = gather ? q_cycles_kernel<T, U, true> : q_cycles_kernel<T, U, false>;
     k<<<grid, threads, 0, stream>>>(data, P, bitmap, words, batch);
@@ -203,7 +219,7 @@ struct Engine {
 #if !TI_HIP
       int w_log2 = 0;
       while ((int64_t{1} << w_log2) < g.col_width) ++w_log2;
-      const int64_t panels = (pl.c2r.n + g.col_width - 1) / g.col_width;
+      const int64_t panels = (nk() + g.col_width - 1) / g.col_width;
       const int64_t total = panels * batch;
       const int cs = static_cast<int>(g.col_cluster);
       auto k = col_cluster_kernel<T, U>;
@@ -232,8 +248,10 @@ struct Engine {
   }
 
   cudaError_t catanzaro() {
-    const CatIdx<U> P(pl.c2r);
+    const CatIdx<U> P(pl.c2r, pl.steps.super);
+    const int64_t k = pl.steps.super, F = pl.c2r.n;
     if (!pl.r2c) {
+      if (k > 1) TI_CHECK(tiles(k, F));  // (N/k, k, F) -> (N/k, F, k)
       if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPreRotate));
       TI_CHECK(row_shuffle(P, true));
       return col_step(P, kColShuffle);
@@ -241,6 +259,7 @@ struct Engine {
     TI_CHECK(col_step(P, kInvColShuffle));
     TI_CHECK(row_shuffle(P, false));
     if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPostRotate));
+    if (k > 1) TI_CHECK(tiles(F, k));  // (N/k, F, k) -> (N/k, k, F)
     return cudaSuccess;
   }
 
@@ -258,7 +277,7 @@ struct Engine {
 template <typename T>
 cudaError_t run_plan(const LaunchPlan& pl, const plan::DeviceCaps& caps, void* data, uint8_t* scratch,
                      cudaStream_t stream) {
-  const int64_t m = pl.c2r.m, n = pl.c2r.n;
+  const int64_t m = pl.c2r.m, n = pl.c2r.n * pl.steps.super;
   // 32-bit indices inside a matrix when every intermediate (at most m*n + m + n) fits.
   const bool small = std::max(m * n + m + n, pl.rows * pl.cols + pl.rows + pl.cols) < (int64_t{1} << 31);
   if (small) return Engine<T, uint32_t>{pl, caps, static_cast<T*>(data), scratch, stream, pl.batch}.run();
