@@ -184,6 +184,7 @@ def main():
     ap.add_argument("--skinny", type=int, default=24)
     ap.add_argument("--primes", type=int, default=24)
     ap.add_argument("--no-largest", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (e.g. skinny_fp32,prime_fp64)")
     args = ap.parse_args()
     reps = max(5, args.reps)
     name = torch.cuda.get_device_name().replace(" ", "_")
@@ -208,7 +209,11 @@ def main():
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
     results = {}
 
+    only = set(filter(None, args.only.split(",")))
+
     def run(key, shapes, esize, direction=None):
+        if only and key not in only:
+            return
         rows = results.setdefault(key, [])
         for s in shapes:
             sh, d = (s if isinstance(s[1], str) else (s, direction))
@@ -239,7 +244,8 @@ def main():
     doc = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, copy_gbs=copy_gbs, reps=reps,
                seed=args.seed, quick=args.quick, command=" ".join(sys.argv), seconds=time.time() - t0,
                summary=summary, largest=largest, rows=results)
-    path = os.path.join(outdir, "bench_transpose" + ("_quick" if args.quick else "") + ".json")
+    suffix = ("_quick" if args.quick else "") + ("_" + "_".join(sorted(only)) if only else "")
+    path = os.path.join(outdir, "bench_transpose" + suffix + ".json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     print("wrote", path, *plots(results, outdir, copy_gbs), flush=True)

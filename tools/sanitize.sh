@@ -32,8 +32,15 @@ rc=0
 for tool in memcheck racecheck; do
   if [ "$which" = all ] || [ "$which" = "$tool" ]; then
     echo "== compute-sanitizer --tool $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 3 python3 /tmp/ti_sanitize_cases.py 2>&1 | grep -v "^=========$" | tail -40
-    r=${PIPESTATUS[0]}
+    log=/tmp/ti_sanitize_$tool.log
+    compute-sanitizer --tool "$tool" --error-exitcode 3 python3 /tmp/ti_sanitize_cases.py > "$log" 2>&1
+    r=$?
+    # Cases, then each distinct report (kernel and source line, addresses stripped) with its count.
+    grep -E "^\{" "$log" | grep -c " ok$" | sed 's/^/cases ok: /'
+    grep -E "WRONG" "$log"
+    grep -E "Error|Race reported|Invalid|and (Read|Write) access| at .*\.cuh?:[0-9]+|in void" "$log" \
+      | sed -E 's/0x[0-9a-f]+//g; s/\(.*\)//' | sort | uniq -c | sort -rn | head -30
+    grep -E "SUMMARY" "$log"
     echo "== $tool exit $r"
     [ "$r" -ne 0 ] && rc=$r
   fi

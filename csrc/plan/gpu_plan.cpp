@@ -143,16 +143,18 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     const int64_t N = hi, F = lo, es = p.esize;
     const int64_t kmax = std::min<int64_t>(N / 2, (64 * 1024) / ((F + 1) * es));
     const int64_t cluster_bytes = std::min<int64_t>(caps.max_cluster, 16) * smem_budget(caps);
+    // Without such a divisor the largest one still helps: the universal column kernels then follow cycles
+    // over N/k rows of k*F elements, k times shorter chains.
     int64_t k = 1;
-    if (caps.max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal") &&
-        !env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
-      for (int64_t d = kmax; d >= 8; --d) {
-        if (N % d != 0) continue;
-        if ((N / d) * std::max<int64_t>(32, es) > cluster_bytes) break;  // smaller d only lengthens columns
-        k = d;
-        break;
+    if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
+      for (int64_t d = kmax; d >= 2; --d) {
+        if (N % d == 0) {
+          k = d;
+          break;
+        }
       }
     }
+    (void)cluster_bytes;
     Plan sk = make(Algo::Skinny, !tall, "");
     if (k > 1) {
       sk.c2r = c2r::Params(N / k, F);
