@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
       }
     }
     cluster.sync();
+    __syncthreads();  // implied by cluster.sync(); explicit for tools that track block barriers only
     // Phase 2.
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
@@ -148,6 +149,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
       }
     }
     cluster.sync();  // the panel's slots are free (and no block exits while others still use its memory)
+    __syncthreads();
   }
 #endif
 }
