@@ -199,6 +199,7 @@ __global__ void __launch_bounds__(kColThreads)
       }
     }
     cluster.sync();
+    __syncthreads();
     for (uint32_t t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll
@@ -213,6 +214,7 @@ __global__ void __launch_bounds__(kColThreads)
       }
     }
     cluster.sync();
+    __syncthreads();
   }
 #endif
 }
