@@ -67,6 +67,9 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   const uint32_t rows = row0 >= m ? 0u : (m - row0 < R ? static_cast<uint32_t>(m - row0) : R);
   const uint32_t cnt = rows << w_log2;
   const bool permute_first = step == kInvColShuffle;
+  // Every block of the cluster must be running before any of them touches another's shared memory
+  // (racecheck: "located in a block that might not have entered yet").
+  cluster.sync();
   const bool forward = step == kPostRotate || step == kInvColShuffle;  // fine shift adds f_j (else subtracts)
   // Slot of row d (any row of the panel): (rank, local row).
   auto slot = [&](U d, uint32_t* rr) { return dm_R.div(static_cast<uint32_t>(d), rr); };
@@ -173,6 +176,7 @@ __global__ void __launch_bounds__(kColThreads)
   const uint32_t j0 = rank * part;
   const uint32_t cnt = j0 >= n ? 0u : (n - j0 < part ? static_cast<uint32_t>(n - j0) : part);
   constexpr int K = 8;
+  cluster.sync();  // all blocks of the cluster running before any remote shared-memory access
   for (int64_t row = cid; row < total_rows; row += nclusters) {
     T* g = base + row * static_cast<int64_t>(n) + j0;
     const U i = static_cast<U>(row % static_cast<int64_t>(m));
