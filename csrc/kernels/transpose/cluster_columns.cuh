@@ -226,3 +226,8 @@ __global__ void __launch_bounds__(kColThreads)
 
 }  // namespace kernels
 }  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+// The cluster kernels are CUDA-only (sm_90 thread-block clusters); under HIP this header defines no kernels
+// and the planner never selects them (DeviceCaps::max_cluster == 1), so there is nothing to instantiate.
+#endif
