@@ -1,34 +1,196 @@
 // GPU planner (CUDA and HIP). Owned by the GPU engine; see transpose_plan.h for the contract.
+//
+// Candidates, best first:
+//   square  (rows == cols)      tile-pair swaps, one pass, no scratch;
+//   skinny  (short side 2..64)  Catanzaro with the short side as the shuffled row (on chip);
+//   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
+//                               first; the other direction as a fallback.
+// Each Catanzaro plan picks its column-step engine (one pass through a cluster's distributed shared memory when
+// a panel of the columns fits, else the universal reflection + cycle-following kernels) and its row-shuffle
+// engine (shared memory when a row fits, else global row slots), and sizes its scratch exactly.
+// Thresholds (panel widths, cluster sizes, row block sizes) come from benchmarks/tune_transpose.py; its tables
+// are benchmarks/results/NVIDIA_H200/tune_transpose*.json. Measured there: 128-byte panels with clusters of up
+// to 8 blocks were best or within 5% on every large shape (16/32-byte panels lost up to 3x on 17085 x 15453;
+// clusters capped at 2 or 4 lost up to 3x), row-block size did not matter (+-5%), and sizing cluster grids by
+// cudaOccupancyMaxActiveClusters plus power-of-two clusters gained up to 2x.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "plan/transpose_plan.h"
 
 namespace torch_inplace {
 namespace plan {
 
+namespace {
+
+// Test/benchmark knobs (environment, read per plan): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal
+// column kernels, TORCH_INPLACE_GPU_ROWS=global the global row slots, so every engine is testable on any GPU.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+
+int64_t env_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return dflt;
+  return std::strtoll(v, nullptr, 10);
+}
+
+int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of shared memory a block may use (leave 1 KiB for the runtime's reservation).
+int64_t smem_budget(const DeviceCaps& caps) {
+  return std::max<int64_t>(48 * 1024, caps.smem_per_block > 0 ? caps.smem_per_block - 1024 : 48 * 1024);
+}
+
+// Tuned defaults (benchmarks/tune_transpose.py; TORCH_INPLACE_GPU_PANEL_BYTES / _MAX_CLUSTER / _ROW_BLOCK_BYTES
+// override them for tuning runs).
+constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
+constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
+
+void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
+  const Problem& p = plan.problem;
+  const int64_t m = plan.c2r.m, n = plan.c2r.n * super, es = p.esize;  // n: elements per row
+  const int64_t budget = smem_budget(caps);
+  const int64_t panel_bytes = env_int("TORCH_INPLACE_GPU_PANEL_BYTES", kPanelBytes);
+  const int64_t max_cluster = std::min<int64_t>(caps.max_cluster, env_int("TORCH_INPLACE_GPU_MAX_CLUSTER", 8));
+  const int64_t row_block_bytes = env_int("TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", kRowBlockBytes);
+  Plan::GpuSteps g;
+  int64_t off = 0;
+  // Row shuffle.
+  const int64_t row_bytes = n * es;
+  const bool rows_global = env_is("TORCH_INPLACE_GPU_ROWS", "global");
+  if (row_bytes <= budget && !rows_global) {
+    g.row_block = std::max<int64_t>(1, std::min<int64_t>(row_block_bytes / row_bytes, m * p.batch));
+    g.row_block = std::min<int64_t>(g.row_block, std::max<int64_t>(1, budget / row_bytes));
+    g.row_smem = g.row_block * row_bytes;
+  } else if (!rows_global && max_cluster > 1 && ceil_div(row_bytes, budget) <= max_cluster) {
+    // A row too long for one block: split over a cluster's distributed shared memory, still one pass.
+    g.row_cluster = ceil_div(row_bytes, budget);
+    g.row_part = ceil_div(n, g.row_cluster);
+    g.row_smem = g.row_part * es;
+  } else {
+    g.row_block = 0;
+    // Global row slots, as many as the memory target allows (0.1% of the tensor + 1 MiB), at least one.
+    const int64_t allowed = (p.batch * p.rows * p.cols * es) / 1000 + (int64_t{1} << 20);
+    const int64_t fit = std::max<int64_t>(1, allowed / align64(row_bytes));
+    g.row_slots = std::min<int64_t>({m * p.batch, int64_t{2} * std::max(1, caps.num_sms), fit});
+    g.slots_off = off;
+    off += g.row_slots * align64(row_bytes);
+  }
+  // Column steps: the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose
+  // m rows fit in the distributed shared memory of one cluster.
+  if (max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
+    int64_t npow = 1;
+    while (npow < n) npow *= 2;
+    for (int64_t W = std::min(std::max<int64_t>(1, panel_bytes / es), npow); W >= 1; W /= 2) {
+      const int64_t panel = m * W * es;
+      // Power-of-two clusters pack the GPCs (a cluster of 5 left 22 of 132 SMs idle on an H200).
+      int64_t cs = 1;
+      while (cs < ceil_div(panel, budget)) cs *= 2;
+      if (cs > max_cluster) continue;
+      const int64_t R = ceil_div(m, cs);
+      g.col_width = W;
+      g.col_cluster = cs;
+      g.col_rows = R;
+      g.col_smem = R * W * es;
+      break;
+    }
+  }
+  if (g.col_cluster == 0) {
+    g.bitmap_off = off;
+    g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
+    off += g.bitmap_bytes;
+  }
+  g.super = super;
+  plan.gpu = g;
+  plan.scratch_bytes = off;
+  if (g.col_cluster > 0) {
+    plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
+                   " blocks (panels of " + std::to_string(g.col_width) + " columns)";
+  } else {
+    plan.reason += "; columns by reflections and cycle following (leaders found on the device)";
+  }
+  plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
+                 : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"
+                                     : "; rows shuffled through global row slots";
+}
+
+}  // namespace
+
 std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
-  (void)caps;
   std::vector<Plan> out;
   auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
-  auto make = [&](Algo a, const char* why) {
+  auto make = [&](Algo a, bool r2c, std::string why) {
     Plan plan;
     plan.algo = a;
     plan.problem = p;
-    plan.reason = why;
-    const bool r2c = a == Algo::R2C;
+    plan.reason = std::move(why);
     plan.c2r = c2r::Params(r2c ? p.cols : p.rows, r2c ? p.rows : p.cols);
+    plan.variant = r2c ? 1 : 0;
     return plan;
   };
-  if (want(Algo::Square) && p.rows == p.cols) out.push_back(make(Algo::Square, "rows == cols: tile-pair swaps"));
+  const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   const bool tall = p.rows > p.cols;
-  if (want(tall ? Algo::C2R : Algo::R2C)) out.push_back(make(tall ? Algo::C2R : Algo::R2C, "Catanzaro"));
-  if (want(tall ? Algo::R2C : Algo::C2R)) out.push_back(make(tall ? Algo::R2C : Algo::C2R, "Catanzaro (other)"));
+  if (want(Algo::Square) && p.rows == p.cols) {
+    Plan sq = make(Algo::Square, false, "rows == cols: swap tile pairs across the diagonal, one pass, no scratch");
+    sq.scratch_bytes = 0;
+    out.push_back(sq);
+  }
+  if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
+    // Super-elements: the largest divisor k of the long side N whose k x F tile fits a block's shared memory
+    // (64 KiB, several blocks per SM) and whose (N/k) x F super-element problem has its column panels in one
+    // cluster. Then a tile pass plus Catanzaro on short (N/k) columns replaces Catanzaro on N-row columns.
+    const int64_t N = hi, F = lo, es = p.esize;
+    const int64_t kmax = std::min<int64_t>(N / 2, (64 * 1024) / ((F + 1) * es));
+    const int64_t cluster_bytes = std::min<int64_t>(caps.max_cluster, 16) * smem_budget(caps);
+    // Without such a divisor the largest one still helps: the universal column kernels then follow cycles
+    // over N/k rows of k*F elements, k times shorter chains.
+    int64_t k = 1;
+    if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
+      for (int64_t d = kmax; d >= 2; --d) {
+        if (N % d == 0) {
+          k = d;
+          break;
+        }
+      }
+    }
+    (void)cluster_bytes;
+    Plan sk = make(Algo::Skinny, !tall, "");
+    if (k > 1) {
+      sk.c2r = c2r::Params(N / k, F);
+      sk.reason = "short side <= 64 (AoS <-> SoA): " + std::to_string(k) + " x " + std::to_string(F) +
+                  " tiles transposed on chip, then Catanzaro on the " + std::to_string(N / k) + " x " +
+                  std::to_string(F) + " matrix of " + std::to_string(k) + "-element super-elements";
+      plan_catanzaro(sk, caps, k);
+      sk.gpu.tile_smem = k * (F + 1) * es;
+    } else {
+      sk.reason = "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row";
+      plan_catanzaro(sk, caps);
+    }
+    out.push_back(sk);
+  }
+  const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
+  if (want(first)) {
+    Plan pl = make(first, first == Algo::R2C,
+                   tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
+                        : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side");
+    plan_catanzaro(pl, caps);
+    out.push_back(pl);
+  }
+  if (want(second)) {
+    Plan pl = make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction");
+    plan_catanzaro(pl, caps);
+    out.push_back(pl);
+  }
   return out;
 }
 
 int64_t padding_slack_bytes(const Problem& p) {
   (void)p;
-  return 0;
+  return 0;  // the padded path is not implemented on the GPU yet
 }
 
 }  // namespace plan

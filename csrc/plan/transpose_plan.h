@@ -43,6 +43,8 @@ struct DeviceCaps {
   int64_t smem_per_block = 0;      // GPU: opt-in shared memory per block, bytes
   int warp_size = 32;              // GPU: warp / wavefront width
   int64_t l2_bytes = 0;            // GPU: L2 size
+  int cc_major = 0;                // GPU: compute capability (CUDA) / gfx major (HIP)
+  int max_cluster = 1;             // GPU: blocks per thread-block cluster with distributed shared memory (1: none)
 };
 
 struct Problem {
@@ -72,6 +74,20 @@ struct Plan {
   int64_t pad_rows = 0, pad_cols = 0, cut_rows = 0, cut_cols = 0;
   // GPU: implementation detail chosen by the GPU planner (kernel variant, threads per block, ...).
   int64_t variant = 0;
+  // GPU Catanzaro steps (gpu_plan.cpp). Column steps: panels of col_width columns held by a cluster of
+  // col_cluster blocks (col_rows rows each) in distributed shared memory; col_cluster == 0 selects the universal
+  // column kernels (reflections + cycle following of q from a leader bitmap at scratch offset bitmap_off).
+  // Row shuffle: row_block rows per block in shared memory, or one row per cluster of row_cluster blocks, or
+  // row_slots global row slots at scratch offset slots_off.
+  struct GpuSteps {
+    int64_t col_width = 0, col_cluster = 0, col_rows = 0, col_smem = 0;
+    int64_t row_block = 0, row_smem = 0, row_slots = 0;
+    int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
+    // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
+    // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
+    int64_t super = 1, tile_smem = 0;
+    int64_t bitmap_off = 0, bitmap_bytes = 0, slots_off = 0;
+  } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".
   std::string explain() const;

@@ -1,0 +1,255 @@
+"""Benchmark of torch_inplace.transpose_ on the GPU (protocol: ../shared/BENCHMARKS.md, issue 3).
+
+Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, plus a sample of 1-, 2- and
+16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
+directions, fp32 and fp64). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
+(2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
+input refilled from a random source outside the timed region, the result checked against x.mT, the extra device
+memory measured (max_memory_allocated - the tensor). Writes benchmarks/results/<gpu>/bench_transpose.json and PNG
+histograms (matplotlib where available).
+
+  python3 benchmarks/bench_transpose.py [--quick] [--reps 5] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_inplace  # noqa: E402
+
+DT = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
+
+
+def is_prime(p):
+    return p > 1 and all(p % d for d in range(2, int(p ** 0.5) + 1))
+
+
+def fill_random(t):
+    if t.dtype == torch.uint8:
+        t.random_(0, 256)
+    elif t.is_complex():
+        torch.view_as_real(t).uniform_(-1, 1)
+    else:
+        t.uniform_(-1, 1)
+    return t
+
+
+def timed(fn, before, reps):
+    ts = []
+    for r in range(reps + 1):
+        before()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        if r > 0:  # the first is the warm-up
+            ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+def copy_bandwidth(reps):
+    n = (1 << 30) // 4
+    a = torch.empty(n, device="cuda").uniform_()
+    b = torch.empty_like(a)
+    ms = timed(lambda: b.copy_(a), lambda: None, reps)
+    del a, b
+    return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
+def bench_shape(shape, esize, reps, direction=None):
+    dtype = DT[esize]
+    src = fill_random(torch.empty(shape, dtype=dtype, device="cuda"))
+    x = torch.empty_like(src)
+    nbytes = src.numel() * esize
+    want = src.mT.contiguous()
+    plan = torch_inplace.plan(shape, dtype, "cuda")
+
+    def ours():
+        torch.ops.inplace._transpose_data_(x)
+
+    def refill():
+        x.copy_(src)
+
+    # correctness + extra memory, once
+    refill()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    ours()
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base
+    ok = bool(torch.equal(x.view(want.shape).view(torch.uint8), want.view(torch.uint8)))
+    t_ours = timed(ours, refill, reps)
+    y = want  # reuse as the out-of-place destination
+    t_base = timed(lambda: y.copy_(src.mT), lambda: None, reps)
+    ok = ok and bool(torch.equal(y.view(torch.uint8), src.mT.contiguous().view(torch.uint8)))
+    del src, x, want, y
+    return dict(shape=list(shape), esize=esize, dtype=str(dtype).replace("torch.", ""), direction=direction,
+                algorithm=plan.algorithm, scratch_bytes=plan.scratch_bytes, ms=t_ours,
+                gbs=2 * nbytes / (t_ours * 1e-3) / 1e9, baseline_ms=t_base,
+                baseline_gbs=2 * nbytes / (t_base * 1e-3) / 1e9, ratio=t_base / t_ours, ok=ok,
+                extra_bytes=int(extra), extra_limit=int(nbytes // 1000 + (1 << 20)),
+                extra_ok=extra <= nbytes // 1000 + (1 << 20))
+
+
+def largest_inplace(frac=0.9):
+    """A fp32 tensor of ~frac of free memory, transposed in place (checked on sampled elements), vs the largest
+    an out-of-place transpose could take (half of free memory)."""
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    elems = int(free * frac) // 4
+    m = int(math.isqrt(elems))
+    while not is_prime(m):
+        m -= 1
+    n = elems // m
+    out = dict(free_bytes=free, shape=[m, n], bytes=m * n * 4, outofplace_max_bytes=free // 2)
+    try:
+        x = torch.empty((m, n), device="cuda")
+        g = torch.Generator(device="cuda").manual_seed(5)
+        x.uniform_(generator=g)
+        idx_i = torch.randint(0, m, (4096,), device="cuda")
+        idx_j = torch.randint(0, n, (4096,), device="cuda")
+        vals = x[idx_i, idx_j].clone()
+        torch.cuda.synchronize()
+        t0 = time.time()
+        torch_inplace.transpose_(x)
+        torch.cuda.synchronize()
+        out["seconds"] = time.time() - t0
+        out["ok"] = bool(torch.equal(x[idx_j, idx_i], vals))
+        out["algorithm"] = torch_inplace.plan((m, n), torch.float32, "cuda").algorithm
+        del x
+    except RuntimeError as e:  # noqa: BLE001
+        out["ok"] = False
+        out["error"] = str(e)[:300]
+    torch.cuda.empty_cache()
+    return out
+
+
+def summarize(rows, key="ratio"):
+    vals = [r[key] for r in rows]
+    return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
+                median_gbs=statistics.median([r["gbs"] for r in rows]) if rows else None,
+                min_ratio=min(vals) if vals else None, all_ok=all(r["ok"] for r in rows),
+                max_extra_bytes=max((r["extra_bytes"] for r in rows), default=0),
+                all_extra_ok=all(r["extra_ok"] for r in rows))
+
+
+def plots(results, outdir, copy_gbs):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    groups = [("general_fp32", "general fp32"), ("general_fp64", "general fp64"), ("prime_fp32", "prime x prime fp32"),
+              ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64")]
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    for ax, (k, title) in zip(axes.flat, groups):
+        rows = results.get(k, [])
+        if not rows:
+            continue
+        ours = [r["gbs"] for r in rows]
+        base = [r["baseline_gbs"] for r in rows]
+        ax.hist(base, bins=30, alpha=0.5, label="y.copy_(x.mT)")
+        ax.hist(ours, bins=30, alpha=0.6, label="transpose_ (in place)")
+        ax.axvline(statistics.median(ours), color="C1", ls="--")
+        ax.axvline(statistics.median(base), color="C0", ls="--")
+        ax.set_title(f"{title}: median {statistics.median(ours):.0f} vs {statistics.median(base):.0f} GB/s")
+        ax.set_xlabel("GB/s (2*bytes/t)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{torch.cuda.get_device_name()}: in-place transpose throughput (copy {copy_gbs:.0f} GB/s)")
+    fig.tight_layout()
+    p = os.path.join(outdir, "bench_transpose.png")
+    fig.savefig(p, dpi=90)
+    made.append(p)
+    return made
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--general", type=int, default=200)
+    ap.add_argument("--skinny", type=int, default=24)
+    ap.add_argument("--primes", type=int, default=24)
+    ap.add_argument("--no-largest", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (e.g. skinny_fp32,prime_fp64)")
+    args = ap.parse_args()
+    reps = max(5, args.reps)
+    name = torch.cuda.get_device_name().replace(" ", "_")
+    outdir = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name)
+    os.makedirs(outdir, exist_ok=True)
+    rng = random.Random(args.seed)
+    n_gen = 12 if args.quick else args.general
+    n_sk = 6 if args.quick else args.skinny
+    n_pr = 6 if args.quick else args.primes
+    general = [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(n_gen)]
+    primes = [p for p in range(1000, 20000) if is_prime(p)]
+    prime_set = [(rng.choice(primes), rng.choice(primes)) for _ in range(n_pr)]
+    prime_set += [s for s in general if is_prime(s[0]) and is_prime(s[1])]
+    skinny = []
+    for _ in range(n_sk):
+        rows = int(10 ** rng.uniform(4, 7))
+        f = rng.randrange(2, 32)
+        skinny.append(((rows, f), "aos_to_soa"))
+        skinny.append(((f, rows), "soa_to_aos"))
+    t0 = time.time()
+    copy_gbs = copy_bandwidth(reps)
+    print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
+    results = {}
+
+    only = set(filter(None, args.only.split(",")))
+
+    def run(key, shapes, esize, direction=None):
+        if only and key not in only:
+            return
+        rows = results.setdefault(key, [])
+        for s in shapes:
+            sh, d = (s if isinstance(s[1], str) else (s, direction))
+            r = bench_shape(sh, esize, reps, d)
+            rows.append(r)
+            print(f"{key:14s} {str(tuple(sh)):20s} {r['algorithm']:7s} {r['ms']:8.3f} ms {r['gbs']:7.1f} GB/s  "
+                  f"base {r['baseline_gbs']:7.1f} GB/s  ratio {r['ratio']:5.2f}  ok={r['ok']} "
+                  f"extra={r['extra_bytes']}", flush=True)
+
+    run("general_fp32", general, 4)
+    run("general_fp64", general, 8)
+    sample = general[: max(3, len(general) // 20)]
+    run("general_u8", sample, 1)
+    run("general_bf16", sample, 2)
+    run("general_c128", sample, 16)
+    run("prime_fp32", prime_set, 4)
+    run("prime_fp64", prime_set, 8)
+    run("skinny_fp32", skinny, 4)
+    run("skinny_fp64", skinny, 8)
+    summary = {k: summarize(v) for k, v in results.items()}
+    for k, v in summary.items():
+        print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} median {v['median_gbs']:.0f} "
+              f"GB/s  min ratio {v['min_ratio']:.3f} all_ok={v['all_ok']} max_extra={v['max_extra_bytes']} "
+              f"extra_ok={v['all_extra_ok']}", flush=True)
+    largest = None if args.no_largest else largest_inplace()
+    if largest:
+        print("LARGEST", json.dumps(largest), flush=True)
+    doc = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, copy_gbs=copy_gbs, reps=reps,
+               seed=args.seed, quick=args.quick, command=" ".join(sys.argv), seconds=time.time() - t0,
+               summary=summary, largest=largest, rows=results)
+    suffix = ("_quick" if args.quick else "") + ("_" + "_".join(sorted(only)) if only else "")
+    path = os.path.join(outdir, "bench_transpose" + suffix + ".json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print("wrote", path, *plots(results, outdir, copy_gbs), flush=True)
+
+
+if __name__ == "__main__":
+    main()

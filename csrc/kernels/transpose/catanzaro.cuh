@@ -1,0 +1,383 @@
+// Catanzaro-Keller-Garland decomposition on the GPU (paper 003): the index functions with strength-reduced
+// division, the row shuffle (on chip in shared memory, or through a global row slot when a row is too long),
+// and the universal column steps (rotations as two reflections, the row permutation q by cycle following from
+// leaders found on the device). Pure device code: raw pointers and sizes only.
+//
+// Every kernel works on a batch of row-major m x n matrices (the plan's c2r view) at `base`, matrix k at
+// base + k*m*n. U is the index type inside one matrix (uint32_t when m*n + m + n < 2^31, else uint64_t).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common.cuh"
+#include "kernels/transpose/divmod.cuh"
+
+namespace torch_inplace {
+namespace kernels {
+
+// (x * y) mod m for x, y < m < 2^63 by doubling (no 128-bit division, which AMD GPUs lack); only for b >= 2^32.
+TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
+  uint64_t r = 0;
+  while (y != 0) {
+    if (y & 1) r = r >= m - x ? r - (m - x) : r + x;
+    y >>= 1;
+    x = x >= m - x ? x - (m - x) : x + x;
+  }
+  return r;
+}
+
+// Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
+template <typename U>
+struct CatIdx {
+  U m, n, c, a, b, ainv, binv;
+  U k, nk;                   // super-element width (elements) and elements per row, n * k
+  bool wide_b;               // b >= 2^32: ainv * t needs a 128-bit product
+  bool small_b;              // b < 2^16: ainv * t fits 32 bits
+  DivMod<U> dm_m, dm_n, dm_c, dm_a, dm_b;
+  DivMod<uint64_t> dm_b64;
+  DivMod<uint32_t> dm_b32;
+  DivMod<uint64_t> dm_a64;
+  DivMod<U> dm_k, dm_nk;
+
+  CatIdx() = default;
+  explicit CatIdx(const c2r::Params& p, int64_t super = 1)
+      : m(static_cast<U>(p.m)), n(static_cast<U>(p.n)), c(static_cast<U>(p.c)), a(static_cast<U>(p.a)),
+        b(static_cast<U>(p.b)), ainv(static_cast<U>(p.ainv)),
+        binv(static_cast<U>(p.a > 1 ? c2r::mmi(p.b % p.a, p.a) : 0)), wide_b(p.b >= (int64_t{1} << 32)),
+        small_b(p.b < (int64_t{1} << 16)),
+        dm_m(static_cast<U>(p.m)), dm_n(static_cast<U>(p.n)), dm_c(static_cast<U>(p.c)),
+        dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)),
+        dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)), dm_a64(static_cast<uint64_t>(p.a)) {
+    k = static_cast<U>(super);
+    nk = static_cast<U>(p.n * super);
+    dm_k = DivMod<U>(k);
+    dm_nk = DivMod<U>(nk);
+  }
+
+  // C2R step 2, gather form d'^-1_i(j) (eq. 31).
+  TI_HOST_DEVICE U row_gather(U i, U j) const {
+    U jr;
+    dm_c.div(j, &jr);
+    U f = j + i * (n - 1);
+    if (i + c > m + jr) f += m;
+    U fr;
+    const U fc = dm_c.div(f, &fr);
+    const U t = dm_b.mod(fc);
+    U s;
+    if (small_b) {
+      s = static_cast<U>(dm_b32.mod(static_cast<uint32_t>(ainv) * static_cast<uint32_t>(t)));
+    } else if (!wide_b) {
+      s = static_cast<U>(dm_b64.mod(static_cast<uint64_t>(ainv) * static_cast<uint64_t>(t)));
+    } else {
+      s = static_cast<U>(mulmod_u64(static_cast<uint64_t>(ainv), static_cast<uint64_t>(t), static_cast<uint64_t>(b)));
+    }
+    return s + fr * b;
+  }
+  // R2C step 2 (inverse row shuffle), gather with d'_i(j) = ((i + j/b) mod m + j*m) mod n (eq. 24).
+  TI_HOST_DEVICE U row_scatter2(U i, U j) const {
+    U r;
+    U x = i + dm_b.div(j, &r);
+    if (x >= m) x -= m;
+    const U y = dm_n.mod(j * m);
+    return dm_n.mod(x + y);
+  }
+  // q^-1(k) = (b^-1 * floor((c - 1 + k) / c)) mod a + (((c - 1) k) mod c) * a   (eq. 34; b^-1 = mmi(b, a)).
+  TI_HOST_DEVICE U q_inv(U k) const {
+    U r;
+    const U x = dm_c.div(c - 1 + k, &r);
+    dm_c.div(k, &r);
+    const U lo = static_cast<U>(dm_a64.mod(static_cast<uint64_t>(binv) * static_cast<uint64_t>(x)));
+    return lo + (r == 0 ? U(0) : c - r) * a;
+  }
+  // q(i) = (i*n - i/a) mod m (eq. 26 without the column term); i/a < c <= m.
+  TI_HOST_DEVICE U q(U i) const {
+    U r;
+    const U ia = dm_a.div(i, &r);
+    const U v = dm_m.mod(i * n);
+    return v >= ia ? v - ia : v + m - ia;
+  }
+};
+
+// ---- column maps of the four column steps (row index of the source, or of the destination for scatter) ----
+// A column map is evaluated per (row i, column j) with per-column data prepared by `column(j)`.
+enum ColStep : int {
+  kPreRotate = 0,    // C2R step 1, gather: src = (i + j/b) mod m                       (eq. 23)
+  kColShuffle = 1,   // C2R step 3, gather: src = (q(i) + j) mod m                      (eq. 26)
+  kInvColShuffle = 2,// R2C step 1, scatter: dst = (q(i) + j) mod m
+  kPostRotate = 3,   // R2C step 4, gather: src = (i - j/b) mod m                       (eq. 36)
+  kNegColumn = 4,    // universal engine only: the amount (-j) mod m (a right rotation by j)
+};
+
+template <typename U>
+TI_DEVICE U col_amount(const CatIdx<U>& P, int step, U j) {
+  // The per-column term, already reduced mod m.
+  U r;
+  if (step == kPreRotate) return P.dm_b.div(j, &r);                 // j/b < c <= m
+  if (step == kPostRotate) {
+    const U s = P.dm_b.div(j, &r);
+    return s == 0 ? U(0) : P.m - s;
+  }
+  const U jm = P.dm_m.mod(j);
+  if (step == kNegColumn) return jm == 0 ? U(0) : P.m - jm;
+  return jm;
+}
+
+// Scatter form of every column step: the output row of input element (k, j).
+template <typename U>
+TI_DEVICE U col_dst(const CatIdx<U>& P, int step, U k, U j) {
+  const U m = P.m;
+  U r;
+  switch (step) {
+    case kPreRotate: {  // gather src = i + j/b  =>  dst = k - j/b
+      const U s = P.dm_b.div(j, &r);
+      return k >= s ? k - s : k + m - s;
+    }
+    case kPostRotate: {  // gather src = i - j/b  =>  dst = k + j/b
+      const U s = P.dm_b.div(j, &r);
+      const U d = k + s;
+      return d >= m ? d - m : d;
+    }
+    case kColShuffle: {  // gather src = q(i) + j  =>  dst = q^-1(k - j)
+      const U jm = P.dm_m.mod(j);
+      return P.q_inv(k >= jm ? k - jm : k + m - jm);
+    }
+    default: {  // kInvColShuffle: scatter dst = q(k) + j
+      const U jm = P.dm_m.mod(j);
+      const U d = P.q(k) + jm;
+      return d >= m ? d - m : d;
+    }
+  }
+}
+
+template <typename U>
+TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
+  return (step == kColShuffle || step == kInvColShuffle) ? P.q(i) : i;
+}
+
+template <typename U>
+TI_DEVICE U add_mod(U x, U y, U m) {
+  const U s = x + y;
+  return s >= m ? s - m : s;
+}
+
+// ---- row shuffle in shared memory: rows_per_block whole rows per block ----------------------------------
+// Gather out(i, j) = in(i, src(i, j)) with src = row_gather (C2R) or row_scatter2 (R2C).
+constexpr int kRowThreads = 512;
+constexpr int kSlotThreads = 1024;
+constexpr int kColThreads = 1024;
+
+template <typename T, typename U, bool kC2R>
+__global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
+                                                                       int64_t total_rows, int rows_per_block) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  const U nk = P.nk;
+  constexpr int K = 8;
+  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_block; row0 < total_rows;
+       row0 += static_cast<int64_t>(gridDim.x) * rows_per_block) {
+    const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
+    const U cnt = static_cast<U>(rows) * nk;
+    T* g = base + row0 * static_cast<int64_t>(nk);  // the block's rows are contiguous
+    for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) v[s] = g[t];
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) sm[t] = v[s];
+      }
+    }
+    __syncthreads();
+    const U m = P.m;
+    const int64_t mat0 = row0 / static_cast<int64_t>(m);
+    const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(m));
+    for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) {
+          U e, sub;
+          const U r = P.dm_nk.div(t, &e);
+          const U j = P.dm_k.div(e, &sub);
+          U i = i0 + r;
+          while (i >= m) i -= m;  // a block's rows span at most a few matrices
+          const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
+          v[s] = sm[r * nk + src * P.k + sub];
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) g[t] = v[s];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- row shuffle through a global slot per block (rows longer than shared memory) ------------------------
+template <typename T, typename U, bool kC2R>
+__global__ void __launch_bounds__(kSlotThreads) row_shuffle_gmem_kernel(T* __restrict__ base, T* __restrict__ slots,
+                                                                        CatIdx<U> P, int64_t total_rows) {
+  const U nk = P.nk, m = P.m;
+  T* slot = slots + static_cast<int64_t>(blockIdx.x) * nk;
+  for (int64_t row = blockIdx.x; row < total_rows; row += gridDim.x) {
+    T* g = base + row * static_cast<int64_t>(nk);
+    for (U e = threadIdx.x; e < nk; e += blockDim.x) slot[e] = g[e];
+    __syncthreads();
+    const U i = static_cast<U>(row % static_cast<int64_t>(m));
+    for (U e = threadIdx.x; e < nk; e += blockDim.x) {
+      U sub;
+      const U j = P.dm_k.div(e, &sub);
+      const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
+      g[e] = slot[src * P.k + sub];
+    }
+    __syncthreads();
+  }
+}
+
+// ---- universal column rotation: two reflections ---------------------------------------------------------
+// Reflecting column j about C_j (row i <-> (C_j - i) mod m) is an involution, so every pair is swapped by the
+// one thread that owns its smaller row: fully parallel, in place, no scratch. A left rotation by s_j
+// (out(i) = in(i + s_j)) is the reflection about s_j followed by the reflection about 0.
+// amount_mode: 0 = about 0; else the column's rotation amount for `step`.
+template <typename T, typename U>
+__global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatIdx<U> P, int step, bool about_zero, int64_t batch) {
+  const U m = P.m, n = P.nk;  // element columns
+  const int64_t mn = static_cast<int64_t>(m) * n;
+  const int64_t total = mn * batch;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = e / mn;
+    const U off = static_cast<U>(e - k * mn);
+    U j;
+    const U i = P.dm_nk.div(off, &j);
+    U sub;
+    const U C = about_zero ? U(0) : col_amount(P, step, P.dm_k.div(j, &sub));
+    const U p = C >= i ? C - i : C + m - i;
+    if (i < p) {
+      T* A = base + k * mn;
+      const T x = A[static_cast<int64_t>(i) * n + j];
+      const T y = A[static_cast<int64_t>(p) * n + j];
+      A[static_cast<int64_t>(i) * n + j] = y;
+      A[static_cast<int64_t>(p) * n + j] = x;
+    }
+  }
+}
+
+// ---- cycle leaders of q, on the device ------------------------------------------------------------------
+// i leads its cycle when it is the smallest index on it: walk from i until the walk returns (leader) or meets a
+// smaller index (not). Expected total work O(m log m); no host round trip. bitmap must be zeroed first.
+template <typename U>
+__global__ void q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
+  for (U i = blockIdx.x * blockDim.x + threadIdx.x; i < P.m; i += gridDim.x * blockDim.x) {
+    U j = P.q(i);
+    if (j == i) continue;
+    while (j > i) j = P.q(j);
+    if (j == i) atomicOr(bitmap + (i >> 5), 1u << (i & 31));
+  }
+}
+
+// ---- row permutation by q on row segments, following cycles from the leader bitmap -----------------------
+// gather (C2R): out[i] = in[q(i)]; scatter (R2C): out[q(i)] = in[i]. A block owns (leader word, column segment,
+// matrix) tasks; each thread one column of the segment. Loads along the cycle are issued K at a time, so the
+// chain costs one memory latency per K steps.
+template <typename T, typename U, bool kGather>
+__global__ void __launch_bounds__(256) q_cycles_kernel(T* __restrict__ base, CatIdx<U> P, const uint32_t* __restrict__ bitmap,
+                                int64_t words, int64_t batch) {
+  const U m = P.m, n = P.nk;  // whole rows of n * k elements move
+  const int64_t segs = (static_cast<int64_t>(n) + blockDim.x - 1) / blockDim.x;
+  const int64_t tasks = words * segs * batch;
+  constexpr int K = 8;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int64_t word = t % words;
+    const int64_t rest = t / words;
+    const int64_t seg = rest % segs;
+    const int64_t k = rest / segs;
+    const U j = static_cast<U>(seg * blockDim.x + threadIdx.x);
+    const bool active = j < n;
+    T* A = base + k * static_cast<int64_t>(m) * n + (active ? j : 0);
+    for (uint32_t bits = bitmap[word]; bits != 0; bits &= bits - 1) {
+      const U L = static_cast<U>(word * 32 + __ffs(static_cast<int>(bits)) - 1);
+      // Walk the cycle L, q(L), q(q(L)), ... K rows at a time.
+      U cur = L;
+      T carry = active ? A[static_cast<int64_t>(L) * n] : T{};
+      bool done = false;
+      while (!done) {
+        U idx[K];
+        T val[K];
+        int cnt = 0;
+        U x = cur;
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          if (!done) {
+            x = P.q(x);
+            if (x == L) {
+              done = true;
+            } else {
+              idx[s] = x;
+              cnt = s + 1;
+            }
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          if (s < cnt && active) val[s] = A[static_cast<int64_t>(idx[s]) * n];
+        }
+        if (kGather) {
+          // out[cur] = in[idx0], out[idx0] = in[idx1], ...
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            if (s < cnt && active) A[static_cast<int64_t>(s == 0 ? cur : idx[s - 1]) * n] = val[s];
+          }
+          if (cnt > 0) cur = idx[cnt - 1];
+          if (done && active) A[static_cast<int64_t>(cur) * n] = carry;  // the leader's old row closes the cycle
+        } else {
+          // out[idx0] = in[cur] (carried), out[idx1] = in[idx0], ...
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            if (s < cnt && active) {
+              A[static_cast<int64_t>(idx[s]) * n] = carry;
+              carry = val[s];
+            }
+          }
+          if (cnt > 0) cur = idx[cnt - 1];
+          if (done && active) A[static_cast<int64_t>(L) * n] = carry;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+namespace torch_inplace {
+namespace kernels {
+#define TI_INST_CAT(T, U)                                                                              \
+  template __global__ void row_shuffle_smem_kernel<T, U, true>(T*, CatIdx<U>, int64_t, int);           \
+  template __global__ void row_shuffle_smem_kernel<T, U, false>(T*, CatIdx<U>, int64_t, int);          \
+  template __global__ void row_shuffle_gmem_kernel<T, U, true>(T*, T*, CatIdx<U>, int64_t);            \
+  template __global__ void row_shuffle_gmem_kernel<T, U, false>(T*, T*, CatIdx<U>, int64_t);           \
+  template __global__ void reflect_kernel<T, U>(T*, CatIdx<U>, int, bool, int64_t);                    \
+  template __global__ void q_cycles_kernel<T, U, true>(T*, CatIdx<U>, const uint32_t*, int64_t, int64_t); \
+  template __global__ void q_cycles_kernel<T, U, false>(T*, CatIdx<U>, const uint32_t*, int64_t, int64_t);
+#define TI_INST_CAT_U(T) TI_INST_CAT(T, uint32_t) TI_INST_CAT(T, uint64_t)
+TI_INST_CAT_U(uint8_t)
+TI_INST_CAT_U(uint16_t)
+TI_INST_CAT_U(uint32_t)
+TI_INST_CAT_U(uint64_t)
+TI_INST_CAT_U(Bytes16)
+template __global__ void q_leaders_kernel<uint32_t>(CatIdx<uint32_t>, uint32_t*);
+template __global__ void q_leaders_kernel<uint64_t>(CatIdx<uint64_t>, uint32_t*);
+#undef TI_INST_CAT_U
+#undef TI_INST_CAT
+}  // namespace kernels
+}  // namespace torch_inplace
+#endif

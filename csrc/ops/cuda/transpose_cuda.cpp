@@ -1,0 +1,85 @@
+// ATen side of the GPU engine of _transpose_data_: validation, planning, scratch from the caching allocator,
+// the capabilities provider for the planner, and the CUDA dispatch registration. The kernels run through
+// transpose_kernel.cu (see transpose_launch.h for why the launcher is a separate, ATen-free translation unit).
+// Compiled in GPU builds only (setup.py defines TORCH_INPLACE_WITH_CUDA there).
+#ifdef TORCH_INPLACE_WITH_CUDA
+
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <vector>
+
+#include "core/checks.h"
+#include "core/workspace.h"
+#include "ops/cuda/transpose_launch.h"
+
+namespace torch_inplace {
+namespace {
+
+// Device capabilities, read once per device.
+plan::DeviceCaps gpu_caps(int device) {
+  static std::mutex mu;
+  static std::vector<plan::DeviceCaps> cache;
+  static std::vector<char> have;
+  if (device < 0) device = c10::cuda::current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(cache.size()) <= device) {
+    cache.resize(device + 1);
+    have.resize(device + 1, 0);
+  }
+  if (!have[device]) {
+    C10_CUDA_CHECK(gpu::query_caps(device, &cache[device]));
+    have[device] = 1;
+  }
+  return cache[device];
+}
+
+const bool g_caps_registered = register_gpu_caps_provider(&gpu_caps);
+
+void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
+  const char* op = "transpose_";
+  check_transposable(self, op, /*check_aliases=*/false);
+  const c10::cuda::CUDAGuard guard(self.device());
+  const plan::Problem problem = transpose_problem(self);
+  const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  if (pl.algo == plan::Algo::Noop) {
+    record_workspace(0);
+    return;
+  }
+  const plan::DeviceCaps caps = device_caps(self.device());
+  at::Tensor scratch;
+  uint8_t* scratch_ptr = nullptr;
+  if (pl.scratch_bytes > 0) {
+    scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+    scratch_ptr = scratch.data_ptr<uint8_t>();
+  } else {
+    record_workspace(0);
+  }
+  gpu::LaunchPlan lp;
+  lp.algo = static_cast<int>(pl.algo);
+  lp.r2c = pl.variant == 1;
+  lp.batch = problem.batch;
+  lp.rows = problem.rows;
+  lp.cols = problem.cols;
+  lp.esize = problem.esize;
+  lp.c2r = pl.c2r;
+  lp.steps = pl.gpu;
+  const cudaError_t err =
+      gpu::launch_transpose(lp, caps, self.data_ptr(), scratch_ptr, at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err != cudaErrorNotSupported, op, ": the GPU engine has no kernel for plan '",
+              plan::algo_name(pl.algo), "'");
+  C10_CUDA_CHECK(err);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(inplace, CUDA, m) { m.impl("_transpose_data_", &transpose_data_cuda); }
+
+}  // namespace torch_inplace
+
+#endif  // TORCH_INPLACE_WITH_CUDA

@@ -1,0 +1,302 @@
+// CUDA (and HIP) launcher of _transpose_data_: runs a plan's kernels (csrc/kernels/transpose) on a stream and
+// reads the device's capabilities for the planner. The ATen side (validation, planning, scratch, dispatch
+// registration) lives in transpose_cuda.cpp: this translation unit includes no ATen/c10 header, because nvcc's
+// host pass on the GPU machine instantiates libstdc++ stream templates that clash with the host compiler's
+// (a local std::ostream::_M_insert<long> in the .so crashed every message built with an ostringstream).
+//
+// Stream-ordered: every step is a kernel (or a memset) on the given stream; scratch is passed in; there is no
+// synchronisation and no host round trip, so every plan (square, skinny, c2r, r2c, with either column engine)
+// can be captured in a CUDA graph.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include "kernels/transpose/catanzaro.cuh"
+#include "kernels/transpose/cluster_columns.cuh"
+#include "kernels/transpose/square.cuh"
+#include "kernels/transpose/tiles.cuh"
+#include "ops/cuda/transpose_launch.h"
+
+#define TI_CHECK(expr)                      \
+  do {                                      \
+    const cudaError_t ti_err_ = (expr);     \
+    if (ti_err_ != cudaSuccess) return ti_err_; \
+  } while (0)
+// After every <<<...>>> launch (the role of C10_CUDA_KERNEL_LAUNCH_CHECK in this ATen-free file).
+#define TI_LAUNCH_CHECK() TI_CHECK(cudaGetLastError())
+
+namespace torch_inplace {
+namespace gpu {
+
+using namespace kernels;
+
+cudaError_t query_caps(int device, plan::DeviceCaps* out) {
+  cudaDeviceProp prop;
+  TI_CHECK(cudaGetDeviceProperties(&prop, device));
+  plan::DeviceCaps c;
+  c.backend = plan::Backend::CUDA;
+  c.num_sms = prop.multiProcessorCount;
+  c.smem_per_block = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  c.warp_size = prop.warpSize;
+  c.l2_bytes = prop.l2CacheSize;
+  c.cc_major = prop.major;
+#if TI_HIP
+  c.max_cluster = 1;
+#else
+  c.max_cluster = prop.major >= 9 ? 16 : 1;  // clusters with distributed shared memory (> 8: non-portable)
+#endif
+  *out = c;
+  return cudaSuccess;
+}
+
+namespace {
+
+int grid_for(int64_t work, int threads, const plan::DeviceCaps& caps, int per_sm = 8) {
+  const int64_t want = (work + threads - 1) / threads;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, int64_t{caps.num_sms} * per_sm)));
+}
+
+template <typename K>
+cudaError_t allow_smem(K kernel, int64_t bytes) {
+  if (bytes > 48 * 1024) {
+    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(bytes));
+  }
+  return cudaSuccess;
+}
+
+#if !TI_HIP
+// cudaOccupancyMaxActiveClusters, cached per (kernel, device, cluster size, shared memory).
+int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& cfg) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, unsigned, size_t>, int> cache;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  const auto key = std::make_tuple(kernel, dev, cfg.attrs[0].val.clusterDim.x, cfg.dynamicSmemBytes);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  cache[key] = n;
+  return n;
+}
+
+// Launches `kernel` as `clusters` clusters of `cs` blocks of kColThreads threads with `smem` bytes each.
+template <typename... P, typename... A>
+cudaError_t launch_cluster_impl(void (*kernel)(P...), int64_t clusters, int cs, int64_t smem, cudaStream_t stream,
+                                A&&... args) {
+  if (cs > 8) {
+    TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                  cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(kColThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  // No more clusters than can be resident at once: the kernels loop over their work, and a second wave of
+  // clusters would start only when the first finished all of theirs (measured: up to 2x slower).
+  cfg.gridDim = dim3(static_cast<unsigned>(cs));
+  const int resident = max_active_clusters(reinterpret_cast<const void*>(kernel), cfg);
+  clusters = std::min<int64_t>(clusters, resident > 0 ? resident : 16);
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs));
+  TI_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+  TI_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+#define launch_cluster(k, clusters, cs, smem, ...) launch_cluster_impl(k, clusters, cs, smem, stream, __VA_ARGS__)
+#endif
+
+template <typename T, typename U>
+struct Engine {
+  const LaunchPlan& pl;
+  const plan::DeviceCaps& caps;
+  T* data;
+  uint8_t* scratch;
+  cudaStream_t stream;
+  int64_t batch;
+
+  cudaError_t square() {
+    const int64_t n = pl.rows;
+    const int64_t nt = (n + kSqTile - 1) / kSqTile;
+    const int64_t pairs = nt * (nt + 1) / 2;
+    const int grid = static_cast<int>(std::min<int64_t>(pairs * batch, int64_t{caps.num_sms} * 16));
+    square_swap_kernel<T, U><<<grid, dim3(kSqTile, kSqRows), 0, stream>>>(data, static_cast<U>(n), nt, pairs,
+                                                                           batch);
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
+    const auto& g = pl.steps;
+    const int64_t rows = pl.c2r.m * batch;
+#if !TI_HIP
+    if (g.row_cluster > 0) {
+      auto k = c2r ? row_shuffle_cluster_kernel<T, U, true> : row_shuffle_cluster_kernel<T, U, false>;
+      const int cs = static_cast<int>(g.row_cluster);
+      TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(g.row_smem)));
+      const int64_t clusters = std::max<int64_t>(1, rows);
+      TI_CHECK(launch_cluster(k, clusters, cs, g.row_smem, data, P, rows, static_cast<uint32_t>(g.row_part),
+                              DivMod<uint32_t>(static_cast<uint32_t>(g.row_part))));
+      return cudaSuccess;
+    }
+#endif
+    if (g.row_block > 0) {
+      const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
+      const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
+      auto k = c2r ? row_shuffle_smem_kernel<T, U, true> : row_shuffle_smem_kernel<T, U, false>;
+      TI_CHECK(allow_smem(k, g.row_smem));
+      k<<<grid, kRowThreads, g.row_smem, stream>>>(data, P, rows, static_cast<int>(g.row_block));
+      TI_LAUNCH_CHECK();
+    } else {
+      T* slots = reinterpret_cast<T*>(scratch + g.slots_off);
+      auto k = c2r ? row_shuffle_gmem_kernel<T, U, true> : row_shuffle_gmem_kernel<T, U, false>;
+      k<<<static_cast<int>(g.row_slots), kSlotThreads, 0, stream>>>(data, slots, P, rows);
+      TI_LAUNCH_CHECK();
+    }
+    return cudaSuccess;
+  }
+
+  int64_t nk() const { return pl.c2r.n * pl.steps.super; }  // elements per row of the c2r view
+
+  cudaError_t tiles(int64_t r, int64_t c) {
+    const int64_t count = batch * pl.c2r.m;
+    const int64_t smem = r * (c + 1) * static_cast<int64_t>(sizeof(T));
+    auto k = small_tiles_kernel<T>;
+    TI_CHECK(allow_smem(k, smem));
+    const int grid = static_cast<int>(std::min<int64_t>(count, int64_t{caps.num_sms} * 8));
+    k<<<grid, kTileThreads, smem, stream>>>(data, count, static_cast<uint32_t>(r), static_cast<uint32_t>(c),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(r)),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(c)));
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  cudaError_t reflect(const CatIdx<U>& P, int step, bool about_zero) {
+    const int64_t total = pl.c2r.m * nk() * batch;
+    reflect_kernel<T, U><<<grid_for(total, 256, caps, 16), 256, 0, stream>>>(data, P, step, about_zero, batch);
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  cudaError_t q_permute(const CatIdx<U>& P, bool gather) {
+    const auto& g = pl.steps;
+    uint32_t* bitmap = reinterpret_cast<uint32_t*>(scratch + g.bitmap_off);
+    TI_CHECK(cudaMemsetAsync(bitmap, 0, g.bitmap_bytes, stream));
+    q_leaders_kernel<U><<<grid_for(pl.c2r.m, 256, caps, 8), 256, 0, stream>>>(P, bitmap);
+    TI_LAUNCH_CHECK();
+    const int64_t words = (pl.c2r.m + 31) / 32;
+    const int threads = static_cast<int>(std::min<int64_t>(256, (nk() + 31) / 32 * 32));
+    const int64_t segs = (nk() + threads - 1) / threads;
+    const int grid = static_cast<int>(std::min<int64_t>(words * segs * batch, int64_t{caps.num_sms} * 16));
+    auto k = gather ? q_cycles_kernel<T, U, true> : q_cycles_kernel<T, U, false>;
+    k<<<grid, threads, 0, stream>>>(data, P, bitmap, words, batch);
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  // One column step. With a cluster plan: one pass through distributed shared memory. Otherwise:
+  //   rotations (pre/post) = reflection about the amount, then about 0;
+  //   column shuffle (C2R)  = rotate left by j, then gather rows by q;
+  //   inverse (R2C)         = scatter rows by q, then rotate right by j.
+  cudaError_t col_step(const CatIdx<U>& P, int step) {
+    const auto& g = pl.steps;
+    if (g.col_cluster > 0) {
+#if !TI_HIP
+      int w_log2 = 0;
+      while ((int64_t{1} << w_log2) < g.col_width) ++w_log2;
+      const int64_t panels = (nk() + g.col_width - 1) / g.col_width;
+      const int64_t total = panels * batch;
+      const int cs = static_cast<int>(g.col_cluster);
+      auto k = col_cluster_kernel<T, U>;
+      TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(std::max<int64_t>(g.col_smem, 1))));
+      const int64_t clusters = std::max<int64_t>(1, total);
+      return launch_cluster(k, clusters, cs, g.col_smem, data, P, step, w_log2, static_cast<uint32_t>(g.col_rows),
+                            DivMod<uint32_t>(static_cast<uint32_t>(g.col_rows)), panels, total);
+#endif
+    }
+    switch (step) {
+      case kPreRotate:
+      case kPostRotate:
+        TI_CHECK(reflect(P, step, false));
+        return reflect(P, step, true);
+      case kColShuffle:
+        TI_CHECK(reflect(P, kColShuffle, false));
+        TI_CHECK(reflect(P, kColShuffle, true));
+        return q_permute(P, /*gather=*/true);
+      case kInvColShuffle:
+        TI_CHECK(q_permute(P, /*gather=*/false));
+        TI_CHECK(reflect(P, kNegColumn, false));
+        return reflect(P, kNegColumn, true);
+    }
+    return cudaErrorInvalidValue;
+  }
+
+  cudaError_t catanzaro() {
+    const CatIdx<U> P(pl.c2r, pl.steps.super);
+    const int64_t k = pl.steps.super, F = pl.c2r.n;
+    if (!pl.r2c) {
+      if (k > 1) TI_CHECK(tiles(k, F));  // (N/k, k, F) -> (N/k, F, k)
+      if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPreRotate));
+      TI_CHECK(row_shuffle(P, true));
+      return col_step(P, kColShuffle);
+    }
+    TI_CHECK(col_step(P, kInvColShuffle));
+    TI_CHECK(row_shuffle(P, false));
+    if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPostRotate));
+    if (k > 1) TI_CHECK(tiles(F, k));  // (N/k, F, k) -> (N/k, k, F)
+    return cudaSuccess;
+  }
+
+  cudaError_t run() {
+    switch (static_cast<plan::Algo>(pl.algo)) {
+      case plan::Algo::Square: return square();
+      case plan::Algo::C2R:
+      case plan::Algo::R2C:
+      case plan::Algo::Skinny: return catanzaro();
+      default: return cudaErrorNotSupported;
+    }
+  }
+};
+
+template <typename T>
+cudaError_t run_plan(const LaunchPlan& pl, const plan::DeviceCaps& caps, void* data, uint8_t* scratch,
+                     cudaStream_t stream) {
+  const int64_t m = pl.c2r.m, n = pl.c2r.n * pl.steps.super;
+  // 32-bit indices inside a matrix when every intermediate (at most m*n + m + n) fits.
+  const bool small = std::max(m * n + m + n, pl.rows * pl.cols + pl.rows + pl.cols) < (int64_t{1} << 31);
+  if (small) return Engine<T, uint32_t>{pl, caps, static_cast<T*>(data), scratch, stream, pl.batch}.run();
+  return Engine<T, uint64_t>{pl, caps, static_cast<T*>(data), scratch, stream, pl.batch}.run();
+}
+
+}  // namespace
+
+cudaError_t launch_transpose(const LaunchPlan& lp, const plan::DeviceCaps& caps, void* data, uint8_t* scratch,
+                             cudaStream_t stream) {
+  switch (lp.esize) {
+    case 1: return run_plan<ElemOf<1>::type>(lp, caps, data, scratch, stream);
+    case 2: return run_plan<ElemOf<2>::type>(lp, caps, data, scratch, stream);
+    case 4: return run_plan<ElemOf<4>::type>(lp, caps, data, scratch, stream);
+    case 8: return run_plan<ElemOf<8>::type>(lp, caps, data, scratch, stream);
+    case 16: return run_plan<ElemOf<16>::type>(lp, caps, data, scratch, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace gpu
+}  // namespace torch_inplace

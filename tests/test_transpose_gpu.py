@@ -1,0 +1,262 @@
+"""GPU tests of transpose_ / aos_to_soa_ / soa_to_aos_ (the CUDA engine of _transpose_data_).
+
+Every result is compared byte for byte with ``x.mT.contiguous()`` (cloned) on random bytes (never zeros).
+Engines that the planner would not pick on this GPU are reached through the test knobs of gpu_plan.cpp:
+TORCH_INPLACE_GPU_COLUMNS=universal (reflections + cycle following instead of cluster shared memory) and
+TORCH_INPLACE_GPU_ROWS=global (global row slots instead of shared memory).
+"""
+import contextlib
+import math
+import os
+import random
+
+import pytest
+import torch
+
+import torch_inplace
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm GPU"),
+]
+
+DTYPES = {1: torch.uint8, 2: torch.int16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
+INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.int64}
+
+
+def rand_tensor(shape, esize, gen=None):
+    """Random bytes viewed as the dtype of `esize` bytes (floats may hold NaN payloads: compare bytes)."""
+    numel = math.prod(shape)
+    raw = torch.randint(0, 256, (numel * esize,), dtype=torch.uint8, device="cuda", generator=gen)
+    return raw.view(DTYPES[esize]).view(shape)
+
+
+def as_bytes(a):
+    return a.contiguous().reshape(-1).view(torch.uint8)
+
+
+def same_bytes(a, b):
+    return a.shape == b.shape and torch.equal(as_bytes(a), as_bytes(b))
+
+
+@contextlib.contextmanager
+def env(**kv):
+    old = {k: os.environ.get(k) for k in kv}
+    os.environ.update({k: v for k, v in kv.items()})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def check(shape, esize, algorithm="auto"):
+    x = rand_tensor(shape, esize)
+    want = x.mT.clone(memory_format=torch.contiguous_format)
+    ptr = x.data_ptr()
+    torch_inplace.transpose_(x, algorithm=algorithm)
+    assert x.data_ptr() == ptr
+    assert same_bytes(x, want), (shape, esize, algorithm)
+
+
+def random_shapes(rng, count):
+    out = []
+    primes = [p for p in range(2, 800) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+    for k in range(count):
+        kind = k % 8
+        if kind == 0:
+            out.append((rng.choice(primes), rng.choice(primes)))
+        elif kind == 1:
+            out.append((1, rng.randint(1, 3000)))
+        elif kind == 2:
+            out.append((rng.randint(1, 3000), 1))
+        elif kind == 3:
+            s = rng.randint(2, 700)
+            out.append((s, s))
+        elif kind == 4:
+            f = rng.randint(2, 64)
+            nrow = rng.randint(65, 20000)
+            out.append((nrow, f) if rng.random() < 0.5 else (f, nrow))
+        elif kind == 5:
+            b = rng.randint(2, 5)
+            out.append((b, rng.randint(2, 200), rng.randint(2, 200)))
+        elif kind == 6:
+            out.append((rng.randint(2, 1500), rng.randint(2, 1500)))
+        else:
+            g = rng.choice([2, 3, 4, 6, 8, 12, 16, 32])
+            out.append((g * rng.randint(1, 60), g * rng.randint(1, 60)))
+    return out
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_random_shapes_auto(esize):
+    rng = random.Random(1000 + esize)
+    for shape in random_shapes(rng, 220):
+        check(shape, esize)
+
+
+@pytest.mark.parametrize("esize", [1, 4, 8, 16])
+@pytest.mark.parametrize("algorithm", ["c2r", "r2c", "square", "skinny"])
+def test_forced_algorithms(esize, algorithm):
+    rng = random.Random(7 * esize + len(algorithm))
+    shapes = random_shapes(rng, 48)
+    ran = 0
+    for shape in shapes:
+        rows, cols = shape[-2], shape[-1]
+        applies = {
+            "c2r": True, "r2c": True, "square": rows == cols,
+            "skinny": 2 <= min(rows, cols) <= 64 and max(rows, cols) > min(rows, cols),
+        }[algorithm] or rows == 1 or cols == 1
+        if not applies:
+            with pytest.raises(RuntimeError, match="transpose_"):
+                x = rand_tensor(shape, esize)
+                before = x.clone()
+                try:
+                    torch_inplace.transpose_(x, algorithm=algorithm)
+                finally:
+                    assert same_bytes(x, before)
+            continue
+        check(shape, esize, algorithm)
+        ran += 1
+    if algorithm == "square":
+        for s in (2, 31, 32, 33, 64, 100, 257):
+            check((s, s), esize, "square")
+            check((3, s, s), esize, "square")
+            ran += 1
+    assert ran > 0
+
+
+@pytest.mark.parametrize("knobs", [dict(TORCH_INPLACE_GPU_COLUMNS="universal"),
+                                   dict(TORCH_INPLACE_GPU_ROWS="global"),
+                                   dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global")])
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_engines(knobs, esize):
+    rng = random.Random(99 + esize)
+    with env(**knobs):
+        for shape in random_shapes(rng, 40) + [(6, 4), (4, 6), (12, 18), (18, 12), (97, 89), (1024, 768)]:
+            for algorithm in ("c2r", "r2c"):
+                check(shape, esize, algorithm)
+
+
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="plain")])
+def test_aos_soa_roundtrip(knobs):
+    with env(**knobs):
+        _aos_soa_roundtrip()
+
+
+def _aos_soa_roundtrip():
+    for n, f in [(10000, 3), (12345, 17), (4096, 64), (99991, 2), (7, 5), (1000000, 7), (3 * 1024 * 9, 31),
+                 (2 * 65537, 12)]:
+        for esize in (1, 4, 8, 16):
+            x = rand_tensor((n, f), esize)
+            orig = x.clone()
+            torch_inplace.aos_to_soa_(x)
+            assert x.shape == (f, n) and same_bytes(x, orig.mT)
+            torch_inplace.soa_to_aos_(x)
+            assert x.shape == (n, f) and same_bytes(x, orig)
+
+
+def test_large_shapes():
+    for shape in [(20000, 3), (3, 20000), (1000000, 5), (7, 1000003), (4099, 4093), (8192, 4096), (2, 3001, 2999)]:
+        check(shape, 4)
+
+
+def test_over_2_31_elements():
+    # > 2^31 elements in one matrix (64-bit indices) and in a batch of small matrices.
+    for shape in [(40009, 53681), (3000, 800, 901)]:
+        x = rand_tensor(shape, 1)
+        want = x.mT.contiguous()
+        torch_inplace.transpose_(x)
+        assert torch.equal(x, want), shape
+        del x, want
+        torch.cuda.empty_cache()
+
+
+def test_extra_memory():
+    for shape, esize in [((5000, 7001), 4), ((7919, 7907), 8), ((1000000, 7), 4), ((9, 300000), 8), ((4096, 4096), 4)]:
+        x = rand_tensor(shape, esize)
+        want = x.mT.clone(memory_format=torch.contiguous_format)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        torch_inplace.transpose_(x)
+        torch.cuda.synchronize()
+        extra = torch.cuda.max_memory_allocated() - base
+        nbytes = x.numel() * esize
+        assert extra <= nbytes // 1000 + (1 << 20), (shape, esize, extra)
+        assert same_bytes(x, want)
+
+
+def test_workspace_limit():
+    shape = (3001, 2999)
+    with env(TORCH_INPLACE_GPU_COLUMNS="universal"):
+        p = torch_inplace.plan(shape, torch.float32, "cuda")
+        assert p.scratch_bytes > 0
+        x = rand_tensor(shape, 4)
+        before = x.clone()
+        with torch_inplace.workspace_limit(0):
+            with pytest.raises(RuntimeError, match="workspace limit"):
+                torch_inplace.transpose_(x)
+        assert same_bytes(x, before)
+        with torch_inplace.workspace_limit(p.scratch_bytes):
+            torch_inplace.transpose_(x)
+        assert same_bytes(x, before.mT)
+    # Under a zero limit the planner picks a plan without scratch where one exists.
+    with torch_inplace.workspace_limit(0):
+        p0 = torch_inplace.plan(shape, torch.float32, "cuda")
+        if p0.scratch_bytes == 0:
+            check(shape, 4)
+
+
+def test_empty_and_vectors():
+    for shape in [(0, 5), (5, 0), (0, 0), (3, 0, 4), (1, 1), (1, 17), (17, 1), (4, 1, 9)]:
+        x = rand_tensor(shape, 4) if math.prod(shape) else torch.empty(shape, device="cuda")
+        want = x.mT.clone(memory_format=torch.contiguous_format)
+        torch_inplace.transpose_(x)
+        assert x.shape == want.shape and same_bytes(x, want)
+
+
+def test_empty_transposable():
+    for shape in [(1009, 1013), (64, 3000), (2, 499, 503)]:
+        t = torch_inplace.empty_transposable(shape, dtype=torch.float32, device="cuda")
+        t.copy_(rand_tensor(shape, 4))
+        want = t.mT.clone(memory_format=torch.contiguous_format)
+        torch_inplace.transpose_(t)
+        assert same_bytes(t, want)
+    with pytest.raises(RuntimeError, match="padded"):
+        t = torch_inplace.empty_transposable((1009, 1013), dtype=torch.float32, device="cuda")
+        torch_inplace.transpose_(t, algorithm="padded")
+
+
+def test_unimplemented_algorithms_raise_cleanly():
+    for algorithm in ("tiled31", "tiled32", "tiled21", "tiled22", "padded", "cut"):
+        x = rand_tensor((64, 96), 4)
+        before = x.clone()
+        with pytest.raises(RuntimeError, match=algorithm):
+            torch_inplace.transpose_(x, algorithm=algorithm)
+        assert same_bytes(x, before)
+
+
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global")])
+@pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129)])
+def test_cuda_graph(knobs, shape):
+    with env(**knobs):
+        x = rand_tensor(shape, 4)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):  # warm up (allocator, attributes) outside capture
+                torch.ops.inplace._transpose_data_(x)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            torch.ops.inplace._transpose_data_(x)
+        for _ in range(3):
+            src = rand_tensor(shape, 4)
+            x.copy_(src)
+            g.replay()
+            want = src.mT.contiguous()
+            assert same_bytes(x.view(want.shape), want)

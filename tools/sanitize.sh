@@ -1,0 +1,48 @@
+#!/bin/bash
+# compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
+# C2R / R2C / skinny with the cluster column engine and with the universal engine (reflections + cycle
+# following), shared-memory and global-slot row shuffles, 1/4/8/16-byte elements, batches, > 1 cluster block.
+# Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
+set -u
+cd "$(dirname "$0")/.."
+which="${1:-all}"
+cat > /tmp/ti_sanitize_cases.py <<'PY'
+import os, sys, torch
+sys.path.insert(0, os.getcwd())
+import torch_inplace
+cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "skinny"), ((5, 301), 16, "skinny"),
+         ((240, 180), 4, "c2r"), ((180, 240), 8, "r2c"), ((181, 239), 1, "auto"), ((2, 97, 60), 4, "auto"),
+         ((6000, 40), 4, "c2r")]
+knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal"}, {"TORCH_INPLACE_GPU_ROWS": "global"}]
+dt = {1: torch.uint8, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
+bad = 0
+for kv in knobs:
+    os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None); os.environ.pop("TORCH_INPLACE_GPU_ROWS", None)
+    os.environ.update(kv)
+    for shape, es, algo in cases:
+        x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
+        want = x.mT.clone(memory_format=torch.contiguous_format)
+        torch_inplace.transpose_(x, algorithm=algo)
+        ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
+        bad += not ok
+        print(kv, shape, es, algo, "ok" if ok else "WRONG", flush=True)
+sys.exit(1 if bad else 0)
+PY
+rc=0
+for tool in memcheck racecheck; do
+  if [ "$which" = all ] || [ "$which" = "$tool" ]; then
+    echo "== compute-sanitizer --tool $tool"
+    log=/tmp/ti_sanitize_$tool.log
+    compute-sanitizer --tool "$tool" --error-exitcode 3 python3 /tmp/ti_sanitize_cases.py > "$log" 2>&1
+    r=$?
+    # Cases, then each distinct report (kernel and source line, addresses stripped) with its count.
+    grep -E "^\{" "$log" | grep -c " ok$" | sed 's/^/cases ok: /'
+    grep -E "WRONG" "$log"
+    grep -E "Error|Race reported|Invalid|and (Read|Write) access| at .*\.cuh?:[0-9]+|in void" "$log" \
+      | sed -E 's/0x[0-9a-f]+//g; s/\(.*\)//' | sort | uniq -c | sort -rn | head -30
+    grep -E "SUMMARY" "$log"
+    echo "== $tool exit $r"
+    [ "$r" -ne 0 ] && rc=$r
+  fi
+done
+exit $rc
