@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export MAX_JOBS=${MAX_JOBS:-16} TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} PYTHONUNBUFFERED=1
+# The GPU image's default CC/CXX (/opt/gcc wrappers) build an extension that crashes when it formats numbers
+# into messages; the system compilers build a working one (seen on H200 machines, 2026-11-21).
+if [ -x /usr/bin/gcc ] && [ -x /usr/bin/g++ ]; then export CC=${TI_CC:-/usr/bin/gcc} CXX=${TI_CXX:-/usr/bin/g++}; fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 STAGES=${STAGES:-build,test,sanitize,bench}

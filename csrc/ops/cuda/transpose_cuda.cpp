@@ -43,7 +43,7 @@ const bool g_caps_registered = register_gpu_caps_provider(&gpu_caps);
 
 void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
   const char* op = "transpose_";
-  check_transposable(self, op, /*check_aliases=*/false);
+  check_transposable(self, op, CheckLevel::kMemory);
   const c10::cuda::CUDAGuard guard(self.device());
   const plan::Problem problem = transpose_problem(self);
   const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
