@@ -268,9 +268,14 @@ def main():
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--batch-scale", type=float, default=1.0)
     p.add_argument("--no-backward", action="store_true")
+    p.add_argument("--tuning", default="", help="tune_lu.json whose best warps to apply (without a rebuild)")
     p.add_argument("--copy-out", default=os.environ.get("OUT"), help="also copy the results here")
     args = p.parse_args()
     t0 = time.time()
+    if args.tuning:
+        with open(args.tuning) as f:
+            for row in json.load(f)["rows"]:
+                torch.ops.inplace._small_lu_tuning(row["kind"], DTYPES[row["dtype"]], row["n"], row["best_warps"])
     run(args)
     print(f"# done in {time.time() - t0:.0f} s")
 
