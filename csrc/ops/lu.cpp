@@ -6,6 +6,7 @@
 // with check_errors=True for that. lu_factor_ and inverse_ overwrite a contiguous A.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/matmul.h>
 #include <torch/library.h>
 
 #include <array>
@@ -39,6 +40,21 @@ at::Tensor contiguous_input(const at::Tensor& A) { return A.resolve_conj().resol
 
 void check_info(const at::Tensor& info, const char* api, bool is_matrix) {
   at::_linalg_check_errors(info, api, is_matrix);
+}
+
+void check_backward_inputs(const at::Tensor& X, const at::Tensor& grad) {
+  const char* op = "_inverse_backward";
+  check_input(X, op, /*inplace=*/false);
+  TORCH_CHECK(grad.defined() && grad.sym_sizes() == X.sym_sizes(), op, ": expected grad of shape ", X.sym_sizes(),
+              ", got ", grad.defined() ? grad.sym_sizes() : c10::SymIntArrayRef{});
+  TORCH_CHECK(grad.scalar_type() == X.scalar_type(), op, ": expected grad of dtype ", X.scalar_type(), ", got ",
+              grad.scalar_type());
+  TORCH_CHECK(grad.device() == X.device(), op, ": expected grad on ", X.device(), ", got ", grad.device());
+}
+
+at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& grad) {
+  const at::Tensor Xh = X.mH();
+  return -at::matmul(Xh, at::matmul(grad, Xh));
 }
 
 int64_t batch_count(const at::Tensor& A) {
@@ -146,6 +162,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("batched_inverse_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)");
   m.def("batched_inverse(Tensor A) -> Tensor");
   m.def("inverse_(Tensor(a!) A) -> Tensor(a!)");
+  m.def("_inverse_backward(Tensor X, Tensor grad) -> Tensor");
   m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1) -> int", &small_lu_tuning_op);
 }
 

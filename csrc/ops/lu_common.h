@@ -18,6 +18,11 @@ at::Tensor contiguous_input(const at::Tensor& A);
 // Raises as torch.linalg does for singular input when any info is > 0 (syncs the host).
 void check_info(const at::Tensor& info, const char* api, bool is_matrix);
 
+// Checks the operands of _inverse_backward (same shape, dtype and device; validated X).
+void check_backward_inputs(const at::Tensor& X, const at::Tensor& grad);
+// -X^H G X^H with two matmuls (differentiable; the CPU kernel and the GPU fallback).
+at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& grad);
+
 // Matrices in the batch (product of the leading dims).
 int64_t batch_count(const at::Tensor& A);
 

@@ -17,9 +17,17 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Double backward needs a differentiable graph: the matmul form then; otherwise the fused op
+// (inplace::_inverse_backward: one pass over X and G on GPUs).
 at::Tensor inverse_backward(const at::Tensor& X, const at::Tensor& G) {
-  const at::Tensor Xh = X.mH();
-  return -at::matmul(Xh, at::matmul(G, Xh));
+  if (at::GradMode::is_enabled() && (X.requires_grad() || G.requires_grad())) {
+    const at::Tensor Xh = X.mH();
+    return -at::matmul(Xh, at::matmul(G, Xh));
+  }
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_inverse_backward", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op.call(X, G);
 }
 
 at::Tensor lu_backward(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& G) {

@@ -167,9 +167,15 @@ at::Tensor& inverse__cpu(at::Tensor& A) {
   return A;
 }
 
+at::Tensor inverse_backward_cpu(const at::Tensor& X, const at::Tensor& grad) {
+  lu::check_backward_inputs(X, grad);
+  return lu::inverse_backward_reference(X, grad);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(inplace, CPU, m) {
+  m.impl("_inverse_backward", &inverse_backward_cpu);
   m.impl("lu_factor_ex", &lu_factor_ex_cpu);
   m.impl("lu_factor_", &lu_factor__cpu);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cpu);

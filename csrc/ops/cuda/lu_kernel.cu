@@ -62,6 +62,23 @@ void run_inverse(const void* in, void* out, int32_t* info, int64_t batch, int64_
   }
 }
 
+template <typename T>
+bool run_backward(const void* X, const void* G, void* out, int64_t batch, int64_t n, cudaStream_t s) {
+  const T* x = static_cast<const T*>(X);
+  const T* g = static_cast<const T*>(G);
+  T* o = static_cast<T*>(out);
+  switch (n) {
+#define TI_CASE(N)                                                            \
+  case N:                                                                     \
+    if (!lu_cuda::backward_supported<T, N>()) return false;                   \
+    lu_cuda::launch_inverse_backward<T, N>(x, g, o, batch, s);                \
+    return true;
+    TI_LU_CASES(TI_CASE)
+#undef TI_CASE
+    default: return false;
+  }
+}
+
 // in: contiguous A (may be `out` itself); out: contiguous, same shape.
 void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
@@ -175,9 +192,32 @@ at::Tensor& inverse__cuda(at::Tensor& A) {
   return A;
 }
 
+// grad_A = -X^H G X^H: the fused kernel for n <= 32 where two rows fit in registers, else two GEMMs.
+at::Tensor inverse_backward_cuda(const at::Tensor& X, const at::Tensor& grad) {
+  lu::check_backward_inputs(X, grad);
+  c10::cuda::CUDAGuard guard(X.device());
+  const int64_t n = X.size(-1), batch = lu::batch_count(X);
+  if (n >= 1 && n <= kMaxSmallN && batch > 0) {
+    const at::Tensor x = kernel_input(X), g = kernel_input(grad);
+    at::Tensor out = at::empty(X.sizes(), X.options());
+    cudaStream_t s = at::cuda::getCurrentCUDAStream();
+    bool done = false;
+    switch (X.scalar_type()) {
+      case at::kFloat: done = run_backward<float>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kDouble: done = run_backward<double>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kComplexFloat: done = run_backward<Cplx<float>>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kComplexDouble: done = run_backward<Cplx<double>>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      default: break;
+    }
+    if (done) return out;
+  }
+  return lu::inverse_backward_reference(X, grad);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(inplace, CUDA, m) {
+  m.impl("_inverse_backward", &inverse_backward_cuda);
   m.impl("lu_factor_ex", &lu_factor_ex_cuda);
   m.impl("lu_factor_", &lu_factor__cuda);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cuda);

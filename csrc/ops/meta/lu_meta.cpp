@@ -43,9 +43,15 @@ at::Tensor& inverse__meta(at::Tensor& A) {
   return A;
 }
 
+at::Tensor inverse_backward_meta(const at::Tensor& X, const at::Tensor& grad) {
+  lu::check_backward_inputs(X, grad);
+  return at::empty_symint(X.sym_sizes(), X.options());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(inplace, Meta, m) {
+  m.impl("_inverse_backward", &inverse_backward_meta);
   m.impl("lu_factor_ex", &lu_factor_ex_meta);
   m.impl("lu_factor_", &lu_factor__meta);
   m.impl("batched_inverse_ex", &batched_inverse_ex_meta);
