@@ -10,10 +10,10 @@
 // moved into registers, factorized, written back to the tile at their final places and stored coalesced.
 // Each matrix is read once and written once; in == out is allowed (a warp reads all its data before it writes).
 //
-// Pivot search: butterfly over the group's lanes on (|a_ik|, position) keys (paper 001 sec. 4, Fig. 2), with
-// ties going to the smaller LAPACK row position so that pivots equal LAPACK's getrf (i?amax takes the first
-// maximum; complex uses |re| + |im| like icamax). The butterfly only uses xor shuffles of width G, which is
-// right for 32-wide warps and 64-wide wavefronts alike.
+// Pivot search: a group-wide maximum of packed (|a_ik|, position) keys, ties going to the smaller LAPACK row
+// position so that pivots equal LAPACK's getrf (i?amax takes the first maximum; complex uses |re| + |im| like
+// icamax). On CUDA sm_80+ it is one redux.sync per group; elsewhere the butterfly of paper 001 sec. 4 (Fig. 2)
+// with xor shuffles of width G, which is right for 32-wide warps and 64-wide wavefronts alike.
 //
 // Lazy swaps (paper 001 sec. 5): rows never move during the factorization. Each lane tracks the position its
 // row would have in LAPACK's swapped matrix (needed for ipiv and for tie-breaking); a row is written to its
@@ -96,38 +96,57 @@ TI_DEVICE uint32_t shfl_xor_u32(uint32_t v, int mask, int width) {
   return static_cast<uint32_t>(shfl_xor(static_cast<int>(v), mask, width));
 }
 
-// Butterfly arg-max over a group of G lanes (G a power of two <= warp size). Candidates are the lanes with
-// `valid`; the winner has the largest |value| (NaN counts as largest, so it propagates), ties going to the
-// smallest `pos`. Returns the winner's pos (identical in every lane of the group); `is_zero` tells whether the
-// winning magnitude is exactly zero. Keys are compared as unsigned integers, a total order that every lane
-// evaluates the same way.
+// Maximum of a 32-bit key over each group of G lanes (G a power of two <= 32, groups aligned in the warp).
+// CUDA sm_80+: one redux.sync per group (the group's lanes as member mask, as cooperative_groups does for
+// tiles); elsewhere (HIP's 64-wide wavefronts included) a butterfly of xor shuffles of width G.
+template <int G>
+TI_DEVICE uint32_t group_max_u32(uint32_t key) {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned lane = threadIdx.x % 32u;
+  const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << (G % 32)) - 1u) << (lane & ~static_cast<unsigned>(G - 1)));
+  return G == 1 ? key : __reduce_max_sync(mask, key);
+#else
+#pragma unroll
+  for (int m = G / 2; m > 0; m >>= 1) {
+    const uint32_t o = shfl_xor_u32(key, m, G);
+    key = o > key ? o : key;
+  }
+  return key;
+#endif
+}
+
+// Low 6 bits of a pivot key: G - pos (1..32, larger for a smaller LAPACK position, so ties go to the first
+// row as in i?amax); the bits above hold the magnitude's IEEE bits (non-negative floats order as integers; NaN
+// is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a denormal below 64 ulp)
+// is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those 6 low bits
+// (relative 2^-17 in float, 2^-46 in double) count as ties.
+TI_DEVICE uint32_t mag_field(uint32_t bits) {
+  const uint32_t hi = bits & ~63u;
+  return hi != 0u ? hi : (bits != 0u ? 64u : 0u);
+}
+
+// Arg-max over the group's candidate rows (`valid`): largest |value|, ties to the smallest `pos`. Returns the
+// winner's pos (the same in every lane of the group); `is_zero` tells whether the winning magnitude is zero.
 template <int G>
 TI_DEVICE int pivot_search(float mag, bool valid, int pos, bool& is_zero) {
   const uint32_t bits = __float_as_uint(mag) & 0x7fffffffu;
-  // (magnitude bits, G - pos): larger wins; 0 for rows that may not be chosen.
-  uint32_t hi = valid ? bits : 0u, lo = valid ? static_cast<uint32_t>(G - pos) : 0u;
-#pragma unroll
-  for (int m = G / 2; m > 0; m >>= 1) {
-    const uint32_t ohi = shfl_xor_u32(hi, m, G), olo = shfl_xor_u32(lo, m, G);
-    if (ohi > hi || (ohi == hi && olo > lo)) hi = ohi, lo = olo;
-  }
-  is_zero = hi == 0u;
-  return G - static_cast<int>(lo);
+  const uint32_t key = valid ? (mag_field(bits) | static_cast<uint32_t>(G - pos)) : 0u;
+  const uint32_t best = group_max_u32<G>(key);
+  is_zero = best < 64u;
+  return G - static_cast<int>(best & 63u);
 }
 
+// Doubles: the high word first, then the (truncated) low word among the lanes that hold the maximal high word.
 template <int G>
 TI_DEVICE int pivot_search(double mag, bool valid, int pos, bool& is_zero) {
   const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag)) & 0x7fffffffffffffffull;
-  uint32_t hi = valid ? static_cast<uint32_t>(bits >> 32) : 0u;
-  uint32_t mid = valid ? static_cast<uint32_t>(bits) : 0u;
-  uint32_t lo = valid ? static_cast<uint32_t>(G - pos) : 0u;
-#pragma unroll
-  for (int m = G / 2; m > 0; m >>= 1) {
-    const uint32_t ohi = shfl_xor_u32(hi, m, G), omid = shfl_xor_u32(mid, m, G), olo = shfl_xor_u32(lo, m, G);
-    if (ohi > hi || (ohi == hi && (omid > mid || (omid == mid && olo > lo)))) hi = ohi, mid = omid, lo = olo;
-  }
-  is_zero = hi == 0u && mid == 0u;
-  return G - static_cast<int>(lo);
+  const uint32_t hi = valid ? static_cast<uint32_t>(bits >> 32) : 0u;
+  const uint32_t best_hi = group_max_u32<G>(hi);
+  const uint32_t lo = (valid && hi == best_hi) ? (mag_field(static_cast<uint32_t>(bits)) | static_cast<uint32_t>(G - pos))
+                                               : 0u;
+  const uint32_t best_lo = group_max_u32<G>(lo);
+  is_zero = best_hi == 0u && best_lo < 64u;
+  return G - static_cast<int>(best_lo & 63u);
 }
 
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
@@ -170,10 +189,40 @@ struct alignas(16) Chunk {
   T v[Geometry<T, 1>::kV];
 };
 
-// Coalesced load of the warp's `valid` elements (matrices are contiguous) into the padded tile.
+// Element e of the warp's contiguous matrices (matrix m, row r, column c) sits at tile[(m * N + r) * S + c],
+// i.e. at e + (S - N) * (e / N).
+template <int N, int S>
+TI_DEVICE int tile_index(int e) {
+  return S == N ? e : e + (S - N) * (e / N);
+}
+
+// Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile.
+// A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds checks; the last warp of the
+// grid (or unaligned data) moves single elements.
 template <typename T, int N>
 TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   using Geo = Geometry<T, N>;
+  constexpr int kV = Geo::kV;
+  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    constexpr int kChunks = Geo::kElems / kV;
+    constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
+    Chunk<T> v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) {
+#pragma unroll
+        for (int u = 0; u < kV; ++u) tile[tile_index<N, Geo::S>(c * kV + u)] = v[it].v[u];
+      }
+    }
+    return;
+  }
   T v[Geo::kLoadIters];
 #pragma unroll
   for (int it = 0; it < Geo::kLoadIters; ++it) {
@@ -183,23 +232,34 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
 #pragma unroll
   for (int it = 0; it < Geo::kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) {
-      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
-      tile[(m * N + r) * Geo::S + c] = v[it];
-    }
+    if (e < valid) tile[tile_index<N, Geo::S>(e)] = v[it];
   }
 }
 
 template <typename T, int N>
 TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   using Geo = Geometry<T, N>;
+  constexpr int kV = Geo::kV;
+  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+    constexpr int kChunks = Geo::kElems / kV;
+    constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) {
+        Chunk<T> v;
+#pragma unroll
+        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, Geo::S>(c * kV + u)];
+        reinterpret_cast<Chunk<T>*>(dst)[c] = v;
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int it = 0; it < Geo::kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) {
-      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
-      dst[e] = tile[(m * N + r) * Geo::S + c];
-    }
+    if (e < valid) dst[e] = tile[tile_index<N, Geo::S>(e)];
   }
 }
 
