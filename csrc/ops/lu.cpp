@@ -18,7 +18,7 @@
 namespace torch_inplace {
 namespace lu {
 
-void check_input(const at::Tensor& A, const char* op, bool inplace) {
+void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits) {
   TORCH_CHECK(A.defined(), op, ": expected a tensor, got an undefined tensor");
   TORCH_CHECK(A.layout() == c10::kStrided, op, ": expected a strided (dense) tensor, got layout ", A.layout());
   TORCH_CHECK(A.dim() >= 2, op, ": expected a tensor of shape (..., n, n) with at least 2 dims, got a ", A.dim(),
@@ -31,7 +31,7 @@ void check_input(const at::Tensor& A, const char* op, bool inplace) {
   if (inplace) {
     TORCH_CHECK(A.is_contiguous(), op, ": expected a contiguous tensor (the in-place op overwrites its storage), got "
                 "strides ", A.sym_strides(), " for shape ", A.sym_sizes(), "; use the out-of-place op instead");
-    TORCH_CHECK(!A.is_conj() && !A.is_neg(), op, ": expected a tensor without the conjugate/negative view bit, got "
+    TORCH_CHECK(!math_bits || (!A.is_conj() && !A.is_neg()), op, ": expected a tensor without the conjugate/negative view bit, got "
                 "one with is_conj()=", A.is_conj(), ", is_neg()=", A.is_neg(), "; call resolve_conj()/resolve_neg()");
   }
 }

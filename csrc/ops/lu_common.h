@@ -9,8 +9,9 @@ namespace torch_inplace {
 namespace lu {
 
 // Throws (naming `op`) unless A is a strided (..., n, n) tensor with >= 2 dims of float32, float64, complex64
-// or complex128. In-place ops (`inplace`) also need a contiguous tensor without conj/neg bits.
-void check_input(const at::Tensor& A, const char* op, bool inplace);
+// or complex128. In-place ops (`inplace`) also need a contiguous tensor and, with `math_bits` (backends: the
+// dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
+void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
 
 // A contiguous tensor holding A's values (A itself when it already is one; conj/neg bits resolved).
 at::Tensor contiguous_input(const at::Tensor& A);

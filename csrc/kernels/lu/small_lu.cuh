@@ -97,22 +97,27 @@ TI_DEVICE uint32_t shfl_xor_u32(uint32_t v, int mask, int width) {
 }
 
 // Maximum of a 32-bit key over each group of G lanes (G a power of two <= 32, groups aligned in the warp).
-// CUDA sm_80+: one redux.sync per group (the group's lanes as member mask, as cooperative_groups does for
-// tiles); elsewhere (HIP's 64-wide wavefronts included) a butterfly of xor shuffles of width G.
+// CUDA sm_80+ with G >= 16: one redux.sync per group (the group's lanes as member mask, as cooperative_groups
+// does for tiles); otherwise (HIP's 64-wide wavefronts included) a butterfly of xor shuffles of width G.
 template <int G>
 TI_DEVICE uint32_t group_max_u32(uint32_t key) {
 #if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned lane = threadIdx.x % 32u;
-  const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << (G % 32)) - 1u) << (lane & ~static_cast<unsigned>(G - 1)));
-  return G == 1 ? key : __reduce_max_sync(mask, key);
-#else
-#pragma unroll
-  for (int m = G / 2; m > 0; m >>= 1) {
-    const uint32_t o = shfl_xor_u32(key, m, G);
-    key = o > key ? o : key;
-  }
-  return key;
+  // Measured on an H200: redux.sync pays off for one or two groups per warp (n > 8); with many small groups
+  // per warp (several member masks in one instruction) the shuffle butterfly is faster.
+  if constexpr (G >= 16) {
+    const unsigned lane = threadIdx.x % 32u;
+    const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << (G % 32)) - 1u) << (lane & ~static_cast<unsigned>(G - 1)));
+    return __reduce_max_sync(mask, key);
+  } else
 #endif
+  {
+#pragma unroll
+    for (int m = G / 2; m > 0; m >>= 1) {
+      const uint32_t o = shfl_xor_u32(key, m, G);
+      key = o > key ? o : key;
+    }
+    return key;
+  }
 }
 
 // Low 6 bits of a pivot key: G - pos (1..32, larger for a smaller LAPACK position, so ties go to the first

@@ -120,22 +120,29 @@ class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
   }
 };
 
+// Each wrapper validates first, so a bad input is refused before autograd or a backend sees it.
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
   auto r = BatchedInverseEx::apply(A, check_errors);
   return {r[0], r[1]};
 }
 
 at::Tensor& inverse__autograd(at::Tensor& A) {
+  lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   InverseInplace::apply(A);
   return A;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
   auto r = LuFactorEx::apply(A, check_errors);
   return {r[0], r[1], r[2]};
 }
 
-at::Tensor lu_factor__autograd(at::Tensor& A) { return LuFactorInplace::apply(A)[1]; }
+at::Tensor lu_factor__autograd(at::Tensor& A) {
+  lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
+  return LuFactorInplace::apply(A)[1];
+}
 
 }  // namespace
 
