@@ -240,3 +240,19 @@ def test_cuda_matches_cpu_and_current_stream():
             s.synchronize()
             tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
             torch.testing.assert_close(X_gpu.cpu(), X_cpu, rtol=tol, atol=tol * n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inverse_backward_op_every_n(device):
+    """inplace::_inverse_backward (fused on GPUs for n <= 32) against -X^H G X^H."""
+    for dtype in DTYPES:
+        for n in range(1, 33):
+            X = well_conditioned((37,), n, dtype, device, seed=n)
+            G = well_conditioned((37,), n, dtype, device, seed=100 + n)
+            out = torch.ops.inplace._inverse_backward(X, G)
+            ref = -(X.mH @ G @ X.mH)
+            tol = 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+            torch.testing.assert_close(out, ref, rtol=tol, atol=tol * n * ref.abs().amax().item(),
+                                       msg=lambda m: f"{dtype} n={n}: {m}")
+    with pytest.raises(RuntimeError, match="_inverse_backward: expected grad of shape"):
+        torch.ops.inplace._inverse_backward(X, G[:, :1])
