@@ -12,6 +12,8 @@ from typing import Iterator, NamedTuple, Optional, Sequence
 import torch
 
 from . import _C  # noqa: F401  (loads the library; its static registrars define torch.ops.inplace.*)
+from . import linalg
+from .linalg import batched_inverse, batched_inverse_ex, inverse_, lu_factor, lu_factor_, lu_factor_ex
 
 __all__ = [
     "transpose_",
@@ -29,6 +31,13 @@ __all__ = [
     "WorkspaceStats",
     "built_with_gpu",
     "get_library_path",
+    "linalg",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_factor_",
+    "batched_inverse",
+    "batched_inverse_ex",
+    "inverse_",
 ]
 
 __version__ = "0.1.0"

@@ -50,6 +50,18 @@ TI_DEVICE T shfl(T v, int src_lane, int width = kWarpSize) {
 #endif
 }
 
+// Orders the shared-memory accesses of a warp (wavefront) and reconverges it. HIP (ROCm 5.2) has no
+// __syncwarp: a wavefront runs in lockstep, so a wavefront-scope fence around a scheduling barrier suffices.
+TI_DEVICE void warp_sync() {
+#if TI_HIP
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+  __syncwarp();
+#endif
+}
+
 // Bytes moved as one element: transposition only moves bytes, so kernels are instantiated per element size.
 struct alignas(16) Bytes16 {
   uint64_t lo, hi;

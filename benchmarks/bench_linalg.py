@@ -1,0 +1,284 @@
+"""Benchmark of torch_inplace's batched_inverse / lu_factor against torch.linalg and cuBLAS (CuPy).
+
+Protocol (../shared/BENCHMARKS.md): n = 1..32, 2^20 matrices for n <= 16 and 2^18 above, float32, float64,
+complex64, complex128, well-conditioned random inputs (randn + sqrt(2n) I, rows permuted). CUDA events around
+each call after warm-up, median of --reps repeats; every result checked against torch.linalg once per shape;
+device copy bandwidth measured in the same run (2 * bytes / t of a 1 GiB copy_).
+
+Writes benchmarks/results/<gpu>/bench_linalg.json and PNGs (GFLOP/s and GB/s vs n).
+
+    python benchmarks/bench_linalg.py            # full sweep (a few minutes on an H100/H200)
+    python benchmarks/bench_linalg.py --quick    # n in {2, 4, 8, 16, 17, 24, 32}, fewer repeats
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch_inplace.linalg as TL  # noqa: E402
+
+try:
+    import cupy
+except Exception:  # noqa: BLE001
+    cupy = None
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "complex64": torch.complex64,
+          "complex128": torch.complex128}
+
+
+def flops_getrf(n):
+    return 2 * n**3 / 3 - n**2 / 2 + 5 * n / 6
+
+
+def flops_inverse(n):
+    return 2 * n**3 - 1.5 * n**2 + 2.5 * n
+
+
+def cflops(dtype):
+    return 4.0 if dtype.is_complex else 1.0  # a complex multiply-add is ~4 real ones
+
+
+def bench(fn, reps, warmup=2, setup=None):
+    """Median milliseconds of fn() with CUDA events; setup() (untimed) runs before every call."""
+    for _ in range(warmup):
+        if setup:
+            setup()
+        fn()
+    times = []
+    for _ in range(reps):
+        if setup:
+            setup()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def copy_bandwidth():
+    x = torch.empty(1 << 28, dtype=torch.float32, device="cuda").uniform_()  # 1 GiB
+    y = torch.empty_like(x)
+    ms = bench(lambda: y.copy_(x), reps=10)
+    del x, y
+    return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
+def make_inputs(B, n, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    A = torch.randn(B, n, n, device="cuda", dtype=real, generator=g)
+    if dtype.is_complex:
+        A = torch.complex(A, torch.randn(B, n, n, device="cuda", dtype=real, generator=g))
+    A += (2.0 * n) ** 0.5 * torch.eye(n, device="cuda", dtype=dtype)
+    perm = torch.randperm(n, device="cuda", generator=g)
+    return A[:, perm, :].contiguous()
+
+
+def rel_err(x, ref):
+    return ((x - ref).abs().amax() / ref.abs().amax()).item()
+
+
+def run(args):
+    dev = torch.cuda.get_device_name()
+    gpu = dev.replace(" ", "_")
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", gpu)
+    os.makedirs(out_dir, exist_ok=True)
+    bw = copy_bandwidth()
+    print(f"# {dev}: copy bandwidth {bw:.0f} GB/s; cupy: {cupy is not None}", flush=True)
+    ns = [2, 4, 8, 16, 17, 24, 32] if args.quick else list(range(1, 33))
+    if args.n:
+        ns = [int(v) for v in args.n.split(",")]
+    reps = 5 if args.quick else args.reps
+    rows = []
+    for dname in args.dtypes.split(","):
+        dtype = DTYPES[dname]
+        esize = torch.empty((), dtype=dtype).element_size()
+        tol = 1e-3 if dtype in (torch.float32, torch.complex64) else 1e-9
+        for n in ns:
+            B = (1 << 20) if n <= 16 else (1 << 18)
+            if args.batch_scale != 1.0:
+                B = max(1, int(B * args.batch_scale))
+            A = make_inputs(B, n, dtype, seed=n)
+            nbytes = 2 * B * n * n * esize
+            r = {"dtype": dname, "n": n, "batch": B, "bytes": nbytes, "copy_GBps": bw}
+            # ---- inverse ----
+            X, info = TL.batched_inverse_ex(A)
+            ref = torch.linalg.inv(A)
+            r["inv_rel_err"] = rel_err(X, ref)
+            r["inv_ok"] = bool(r["inv_rel_err"] < tol * n and int(info.abs().sum()) == 0)
+            del X, ref, info
+            r["ours_inv_ms"] = bench(lambda: TL.batched_inverse(A), reps)
+            r["torch_inv_ms"] = bench(lambda: torch.linalg.inv(A), reps)
+            r["torch_inv_ex_ms"] = bench(lambda: torch.linalg.inv_ex(A), reps)
+            if cupy is not None:
+                Ac = cupy.from_dlpack(A)
+                Xc = cupy.linalg.inv(Ac)
+                r["cupy_ok"] = rel_err(torch.from_dlpack(Xc), torch.linalg.inv(A)) < tol * n
+                del Xc
+                r["cupy_inv_ms"] = bench(lambda: cupy.linalg.inv(Ac), reps)
+                del Ac
+            # ---- in-place inverse (refill outside the timed region) ----
+            W = torch.empty_like(A)
+            r["ours_inverse__ms"] = bench(lambda: TL.inverse_(W), reps, setup=lambda: W.copy_(A))
+            del W
+            # ---- LU ----
+            LU, piv, info = TL.lu_factor_ex(A)
+            LU_ref, piv_ref = torch.linalg.lu_factor(A)
+            same_piv = bool(torch.equal(piv, piv_ref))
+            r["lu_piv_equal"] = same_piv
+            r["lu_rel_err"] = rel_err(LU, LU_ref) if same_piv else None
+            if not same_piv:  # near-ties in fp32: check the factorization instead
+                P, L_, U_ = torch.lu_unpack(LU[:4096], piv[:4096])
+                r["lu_rel_err"] = rel_err(P @ L_ @ U_, A[:4096])
+            r["lu_ok"] = bool(r["lu_rel_err"] < tol * n and int(info.abs().sum()) == 0)
+            del LU, piv, info, LU_ref, piv_ref
+            r["ours_lu_ms"] = bench(lambda: TL.lu_factor(A), reps)
+            r["torch_lu_ms"] = bench(lambda: torch.linalg.lu_factor(A), reps)
+            r["torch_lu_ex_ms"] = bench(lambda: torch.linalg.lu_factor_ex(A), reps)
+            # ---- forward + backward ----
+            if not args.no_backward:
+                Ag = A.clone().requires_grad_()
+                G = torch.randn_like(A)
+
+                def fb_ours():
+                    Ag.grad = None
+                    TL.batched_inverse(Ag).backward(G)
+
+                def fb_torch():
+                    Ag.grad = None
+                    torch.linalg.inv(Ag).backward(G)
+
+                fb_ours()
+                g1 = Ag.grad.clone()
+                fb_torch()
+                r["fb_rel_err"] = rel_err(g1, Ag.grad)
+                r["fb_ok"] = bool(r["fb_rel_err"] < tol * n * n)
+                del g1
+                r["ours_fb_ms"] = bench(fb_ours, reps)
+                r["torch_fb_ms"] = bench(fb_torch, reps)
+                del Ag, G
+            del A
+            torch.cuda.empty_cache()
+            # ---- derived figures ----
+            f_inv, f_lu = flops_inverse(n) * cflops(dtype) * B, flops_getrf(n) * cflops(dtype) * B
+            r["ours_inv_GFLOPs"] = f_inv / (r["ours_inv_ms"] * 1e6)
+            r["ours_inv_GBps"] = nbytes / (r["ours_inv_ms"] * 1e6)
+            r["ours_inv_roofline_frac"] = r["ours_inv_GBps"] / bw
+            r["torch_inv_GFLOPs"] = f_inv / (r["torch_inv_ms"] * 1e6)
+            r["ours_lu_GFLOPs"] = f_lu / (r["ours_lu_ms"] * 1e6)
+            r["ours_lu_GBps"] = nbytes / (r["ours_lu_ms"] * 1e6)
+            r["torch_lu_GFLOPs"] = f_lu / (r["torch_lu_ms"] * 1e6)
+            r["speedup_inv_vs_torch"] = r["torch_inv_ms"] / r["ours_inv_ms"]
+            best = min(r["torch_inv_ms"], r.get("cupy_inv_ms", math.inf))
+            r["speedup_inv_vs_best"] = best / r["ours_inv_ms"]
+            if "cupy_inv_ms" in r:
+                r["cupy_inv_GFLOPs"] = f_inv / (r["cupy_inv_ms"] * 1e6)
+            r["speedup_lu_vs_torch"] = r["torch_lu_ms"] / r["ours_lu_ms"]
+            if "ours_fb_ms" in r:
+                r["speedup_fb_vs_torch"] = r["torch_fb_ms"] / r["ours_fb_ms"]
+            r["ok"] = r["inv_ok"] and r["lu_ok"] and r.get("fb_ok", True)
+            rows.append(r)
+            print(f"{dname:10s} n={n:2d} B={B:7d} inv {r['ours_inv_ms']:.3f} ms ({r['ours_inv_GBps']:.0f} GB/s, "
+                  f"{100 * r['ours_inv_roofline_frac']:.0f}%) torch {r['torch_inv_ms']:.2f} "
+                  f"cupy {r.get('cupy_inv_ms', float('nan')):.2f} -> x{r['speedup_inv_vs_torch']:.1f} "
+                  f"(best x{r['speedup_inv_vs_best']:.1f}) | lu {r['ours_lu_ms']:.3f} torch {r['torch_lu_ms']:.2f} "
+                  f"x{r['speedup_lu_vs_torch']:.1f} | fb x{r.get('speedup_fb_vs_torch', float('nan')):.1f} "
+                  f"ok={r['ok']}", flush=True)
+    result = {"device": dev, "copy_GBps": bw, "torch": torch.__version__,
+              "cupy": getattr(cupy, "__version__", None), "quick": args.quick, "rows": rows,
+              "command": "python benchmarks/bench_linalg.py " + " ".join(sys.argv[1:])}
+    name = "bench_linalg_quick" if args.quick else "bench_linalg"
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(result, f, indent=1)
+    summarize(rows)
+    try:
+        plot(rows, dev, bw, os.path.join(out_dir, name))
+    except Exception as e:  # noqa: BLE001
+        print("plot failed:", e)
+    if args.copy_out:
+        import shutil
+        for fn in os.listdir(out_dir):
+            if fn.startswith(name):
+                shutil.copy(os.path.join(out_dir, fn), args.copy_out)
+
+
+def summarize(rows):
+    for d in DTYPES:
+        rs = [r for r in rows if r["dtype"] == d]
+        if not rs:
+            continue
+        def mn(k):
+            v = [r[k] for r in rs if k in r]
+            return (min(v), statistics.median(v)) if v else (float("nan"),) * 2
+        s = [f"{k}: min {mn(k)[0]:.1f} median {mn(k)[1]:.1f}" for k in
+             ("speedup_inv_vs_torch", "speedup_inv_vs_best", "speedup_lu_vs_torch", "speedup_fb_vs_torch")]
+        small = [r["ours_inv_roofline_frac"] for r in rs if r["n"] <= 16]
+        print(f"## {d}: " + "; ".join(s) + (f"; roofline n<=16 min {100 * min(small):.0f}%" if small else "")
+              + f"; all ok: {all(r['ok'] for r in rs)}")
+
+
+def plot(rows, dev, bw, prefix):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 4, figsize=(20, 9))
+    for j, d in enumerate(DTYPES):
+        rs = sorted([r for r in rows if r["dtype"] == d], key=lambda r: r["n"])
+        if not rs:
+            continue
+        ns = [r["n"] for r in rs]
+        ax = axes[0, j]
+        for key, label in (("ours_inv_GFLOPs", "batched_inverse"), ("torch_inv_GFLOPs", "torch.linalg.inv"),
+                           ("cupy_inv_GFLOPs", "cuBLAS getrf/getri (CuPy)"), ("ours_lu_GFLOPs", "lu_factor"),
+                           ("torch_lu_GFLOPs", "torch.linalg.lu_factor")):
+            if all(key in r for r in rs):
+                ax.plot(ns, [r[key] for r in rs], marker="o", ms=3, label=label)
+        ax.set_yscale("log")
+        ax.set_title(f"{d}: GFLOP/s")
+        ax.set_xlabel("n")
+        ax.legend(fontsize=7)
+        ax = axes[1, j]
+        ax.plot(ns, [r["ours_inv_GBps"] for r in rs], marker="o", ms=3, label="batched_inverse")
+        ax.plot(ns, [r["ours_lu_GBps"] for r in rs], marker="o", ms=3, label="lu_factor")
+        ax.plot(ns, [r["bytes"] / (r["torch_inv_ms"] * 1e6) for r in rs], marker="o", ms=3, label="torch.linalg.inv")
+        ax.axhline(bw, color="k", ls="--", lw=1, label=f"copy {bw:.0f} GB/s")
+        ax.set_title(f"{d}: effective GB/s (2 B n^2 size / t)")
+        ax.set_xlabel("n")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Small batched inverse / LU on {dev} (2^20 matrices n<=16, 2^18 n>16)")
+    fig.tight_layout()
+    fig.savefig(prefix + ".png", dpi=80)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--dtypes", default="float32,float64,complex64,complex128")
+    p.add_argument("--n", default="", help="comma-separated n values (overrides the sweep)")
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--batch-scale", type=float, default=1.0)
+    p.add_argument("--no-backward", action="store_true")
+    p.add_argument("--tuning", default="", help="tune_lu.json whose best warps to apply (without a rebuild)")
+    p.add_argument("--copy-out", default=os.environ.get("OUT"), help="also copy the results here")
+    args = p.parse_args()
+    t0 = time.time()
+    if args.tuning:
+        with open(args.tuning) as f:
+            for row in json.load(f)["rows"]:
+                torch.ops.inplace._small_lu_tuning(row["kind"], DTYPES[row["dtype"]], row["n"], row["best_warps"])
+    run(args)
+    print(f"# done in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+// Fused backward of the inverse: grad_A = -X^H G X^H for a batch of small matrices (n <= 32), reading X and G
+// once and writing grad_A once (the unfused form makes two batched GEMM passes plus a negation).
+//
+// Same warp organization as small_lu.cuh: a group of G = next_pow2(n) lanes per matrix, lane i owns row i, the
+// warp's matrices staged through shared tiles with coalesced global accesses, warp-level syncs only.
+// With Y = X^H:  T = G Y (row i: sum_k G[i,k] Y[k,:]),  grad = -Y T (row i: -sum_k Y[i,k] T[k,:]).
+// Rows of Y and T are kept in shared memory with 16-byte aligned strides so that each lane reads the broadcast
+// rows with vector loads.
+#pragma once
+
+#include "kernels/lu/small_lu.cuh"
+
+namespace torch_inplace {
+namespace kernels {
+namespace lu {
+
+TI_DEVICE float conj_of(float a) { return a; }
+TI_DEVICE double conj_of(double a) { return a; }
+template <typename R>
+TI_DEVICE Cplx<R> conj_of(Cplx<R> a) { return Cplx<R>{a.re, -a.im}; }
+
+// acc + a * b
+TI_DEVICE float fma_acc(float acc, float a, float b) { return fmaf(a, b, acc); }
+TI_DEVICE double fma_acc(double acc, double a, double b) { return fma(a, b, acc); }
+template <typename R>
+TI_DEVICE Cplx<R> fma_acc(Cplx<R> acc, Cplx<R> a, Cplx<R> b) {
+  return Cplx<R>{fma_r(a.re, b.re, fma_r(-a.im, b.im, acc.re)), fma_r(a.re, b.im, fma_r(a.im, b.re, acc.im))};
+}
+
+template <typename T>
+constexpr bool kIsComplex = false;
+template <typename R>
+constexpr bool kIsComplex<Cplx<R>> = true;
+
+template <typename T, int N>
+constexpr bool backward_spills() {
+  if (sizeof(T) == 4) return N >= 20 && N <= 24;                            // float32
+  if (sizeof(T) == 8 && !kIsComplex<T>) return N >= 13 && N <= 15;         // float64
+  if (sizeof(T) == 8) return (N >= 13 && N <= 15) || N == 17 || N == 31;   // complex64
+  return N >= 9 && N <= 12;                                                // complex128
+}
+
+template <typename T, int N>
+struct BackwardGeometry {
+  using Geo = Geometry<T, N>;
+  static constexpr int kV = Geo::kV;
+  static constexpr int RP = round_up(N, kV);                      // aligned row stride of the Y and T rows
+  static constexpr int kGroupElems = round_up(N * (Geo::S > RP ? Geo::S : RP), kV);
+  static constexpr int kTileBytes = Geo::kGroups * kGroupElems * static_cast<int>(sizeof(T));
+  static constexpr int kWarpSmemBytes = 2 * kTileBytes;
+  // Register budget: two rows of n elements per lane; minus the sizes where nvcc 13.0 (sm_90) spills this
+  // kernel to local memory (found with -Xptxas -v), which run 5-10x slower than the two-GEMM fallback.
+  static constexpr bool kSupported = N * static_cast<int>(sizeof(T)) <= 256 && !backward_spills<T, N>();
+};
+
+template <typename T, int N, int GS>
+TI_DEVICE void load_tile_gs(const T* src, T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N>;
+  T v[Geo::kLoadIters];
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) v[it] = src[e];
+  }
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) {
+      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
+      tile[m * GS + r * Geo::S + c] = v[it];
+    }
+  }
+}
+
+template <typename T, int N, int GS>
+TI_DEVICE void store_tile_gs(T* dst, const T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N>;
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) {
+      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
+      dst[e] = tile[m * GS + r * Geo::S + c];
+    }
+  }
+}
+
+// grad = -X^H G X^H. Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
+// warps * BackwardGeometry<T, N>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
+template <typename T, int N>
+__global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const T* Gr, T* out, int64_t batch) {
+  using Geo = Geometry<T, N>;
+  using BG = BackwardGeometry<T, N>;
+  constexpr int G = Geo::G, S = Geo::S, RP = BG::RP, GS = BG::kGroupElems, V = BG::kV;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
+  if (m0 >= batch) return;
+  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const int valid = nmat * N * N;
+  T* ta = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes);
+  T* tb = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes + BG::kTileBytes);
+  load_tile_gs<T, N, GS>(X + m0 * (N * N), ta, valid, lane);
+  load_tile_gs<T, N, GS>(Gr + m0 * (N * N), tb, valid, lane);
+  warp_sync();
+
+  const int g = lane / G, i = lane % G;
+  const bool row = i < N;
+  T* a = ta + g * GS;  // X tile, later T rows
+  T* b = tb + g * GS;  // G tile, later Y rows, later the output tile
+  T gr[N], xr[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    gr[k] = row ? b[i * S + k] : zero_of(T{});
+    xr[k] = row ? a[i * S + k] : zero_of(T{});
+  }
+  warp_sync();
+  // Y[k][i] = conj(X[i][k]): lane i writes column i of Y's rows.
+  if (row) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) b[k * RP + i] = conj_of(xr[k]);
+  }
+  warp_sync();
+  // T row i = sum_k G[i][k] Y[k][:]
+  T acc[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) acc[j] = zero_of(T{});
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+#pragma unroll
+    for (int c = 0; c < RP / V; ++c) {
+      const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(b + k * RP)[c];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const int j = c * V + v;
+        if (j < N) acc[j] = fma_acc(acc[j], gr[k], ch.v[v]);
+      }
+    }
+  }
+  if (row) {
+#pragma unroll
+    for (int c = 0; c < RP / V; ++c) {
+      Chunk<T> ch;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const int j = c * V + v;
+        ch.v[v] = j < N ? acc[j < N ? j : 0] : zero_of(T{});
+      }
+      reinterpret_cast<Chunk<T>*>(a + i * RP)[c] = ch;
+    }
+  }
+  warp_sync();
+  // grad row i = -sum_k Y[i][k] T[k][:], Y[i][k] read from Y's row i.
+#pragma unroll
+  for (int j = 0; j < N; ++j) acc[j] = zero_of(T{});
+#pragma unroll
+  for (int kc = 0; kc < RP / V; ++kc) {
+    const Chunk<T> yc = reinterpret_cast<const Chunk<T>*>(b + (row ? i : 0) * RP)[kc];
+#pragma unroll
+    for (int kv = 0; kv < V; ++kv) {
+      const int k = kc * V + kv;
+      if (k < N) {
+#pragma unroll
+        for (int c = 0; c < RP / V; ++c) {
+          const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(a + k * RP)[c];
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            const int j = c * V + v;
+            if (j < N) acc[j] = fma_acc(acc[j], yc.v[kv], ch.v[v]);
+          }
+        }
+      }
+    }
+  }
+  warp_sync();
+  if (row) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) b[i * S + j] = neg(acc[j]);
+  }
+  warp_sync();
+  store_tile_gs<T, N, GS>(out + m0 * (N * N), tb, valid, lane);
+}
+
+}  // namespace lu
+}  // namespace kernels
+}  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+namespace torch_inplace {
+namespace kernels {
+namespace lu {
+#define TI_LU_BWD_INSTANTIATE(T, N) \
+  template __global__ void inverse_backward_kernel<T, N>(const T*, const T*, T*, int64_t);
+TI_LU_BWD_INSTANTIATE(float, 1)
+TI_LU_BWD_INSTANTIATE(float, 7)
+TI_LU_BWD_INSTANTIATE(float, 32)
+TI_LU_BWD_INSTANTIATE(double, 16)
+TI_LU_BWD_INSTANTIATE(double, 32)
+TI_LU_BWD_INSTANTIATE(Cplx<float>, 24)
+TI_LU_BWD_INSTANTIATE(Cplx<double>, 16)
+#undef TI_LU_BWD_INSTANTIATE
+}  // namespace lu
+}  // namespace kernels
+}  // namespace torch_inplace
+#endif

@@ -1,0 +1,458 @@
+// Batched LU factorization and inversion of small matrices (n <= 32), rows in registers (paper 001, secs. 4-6).
+//
+// Layout (paper 001 sec. 4, "1-D configuration"): a group of G = next_pow2(n) lanes owns one matrix, lane i
+// holds row i in registers; kWarpSize / G matrices share a warp and a block holds `warps` warps, so the
+// paper's nFTB (matrices per thread block) is warps * kWarpSize / G and is chosen per (n, dtype) by the host.
+// Warps never wait for each other: there is no block barrier, only warp-level syncs.
+//
+// Per warp: the warp's matrices (contiguous in memory) are loaded with coalesced loads into a shared tile
+// (row stride padded to an odd number of elements so that row-per-lane reads are free of bank conflicts),
+// moved into registers, factorized, written back to the tile at their final places and stored coalesced.
+// Each matrix is read once and written once; in == out is allowed (a warp reads all its data before it writes).
+//
+// Pivot search: a group-wide maximum of packed (|a_ik|, position) keys, ties going to the smaller LAPACK row
+// position so that pivots equal LAPACK's getrf (i?amax takes the first maximum; complex uses |re| + |im| like
+// icamax). On CUDA sm_80+ it is one redux.sync per group; elsewhere the butterfly of paper 001 sec. 4 (Fig. 2)
+// with xor shuffles of width G, which is right for 32-wide warps and 64-wide wavefronts alike.
+//
+// Lazy swaps (paper 001 sec. 5): rows never move during the factorization. Each lane tracks the position its
+// row would have in LAPACK's swapped matrix (needed for ipiv and for tie-breaking); a row is written to its
+// final position at the end.
+//
+// Inverse (paper 001 sec. 6): the LU of [A | I] without row interchanges fused with the upper solve, done in
+// Gauss-Jordan form: column k of A's storage is reused for the column p_k of the right-hand side that becomes
+// non-zero at step k, every row is eliminated at every step, and the final column interchanges happen while
+// the rows go back to the tile. Pivot rows are left unscaled until the end (one multiply per element instead
+// of one per step), and the pivot's reciprocal is computed once by the pivot lane.
+#pragma once
+
+#include "kernels/common.cuh"
+
+namespace torch_inplace {
+namespace kernels {
+namespace lu {
+
+// Complex numbers with c10::complex's layout (re, im) and alignment.
+template <typename R>
+struct alignas(2 * sizeof(R)) Cplx {
+  R re, im;
+};
+
+TI_DEVICE float zero_of(float) { return 0.f; }
+TI_DEVICE double zero_of(double) { return 0.0; }
+template <typename R>
+TI_DEVICE Cplx<R> zero_of(Cplx<R>) { return Cplx<R>{R(0), R(0)}; }
+
+TI_DEVICE float one_of(float) { return 1.f; }
+TI_DEVICE double one_of(double) { return 1.0; }
+template <typename R>
+TI_DEVICE Cplx<R> one_of(Cplx<R>) { return Cplx<R>{R(1), R(0)}; }
+
+TI_DEVICE float mul(float a, float b) { return a * b; }
+TI_DEVICE double mul(double a, double b) { return a * b; }
+template <typename R>
+TI_DEVICE Cplx<R> mul(Cplx<R> a, Cplx<R> b) {
+  return Cplx<R>{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+
+TI_DEVICE float neg(float a) { return -a; }
+TI_DEVICE double neg(double a) { return -a; }
+template <typename R>
+TI_DEVICE Cplx<R> neg(Cplx<R> a) { return Cplx<R>{-a.re, -a.im}; }
+
+TI_DEVICE float fma_r(float a, float b, float c) { return fmaf(a, b, c); }
+TI_DEVICE double fma_r(double a, double b, double c) { return fma(a, b, c); }
+TI_DEVICE float fabs_r(float a) { return fabsf(a); }
+TI_DEVICE double fabs_r(double a) { return fabs(a); }
+
+// acc - a * b
+TI_DEVICE float fnms(float acc, float a, float b) { return fmaf(-a, b, acc); }
+TI_DEVICE double fnms(double acc, double a, double b) { return fma(-a, b, acc); }
+template <typename R>
+TI_DEVICE Cplx<R> fnms(Cplx<R> acc, Cplx<R> a, Cplx<R> b) {
+  return Cplx<R>{fma_r(-a.re, b.re, fma_r(a.im, b.im, acc.re)), fma_r(-a.re, b.im, fma_r(-a.im, b.re, acc.im))};
+}
+
+TI_DEVICE float recip(float a) { return 1.f / a; }
+TI_DEVICE double recip(double a) { return 1.0 / a; }
+// Smith's algorithm: no overflow for large |a|.
+template <typename R>
+TI_DEVICE Cplx<R> recip(Cplx<R> a) {
+  if (fabs_r(a.re) >= fabs_r(a.im)) {
+    const R r = a.im / a.re, d = a.re + a.im * r;
+    return Cplx<R>{R(1) / d, -r / d};
+  }
+  const R r = a.re / a.im, d = a.re * r + a.im;
+  return Cplx<R>{r / d, R(-1) / d};
+}
+
+// LAPACK's pivot measure: |x| for reals, |re| + |im| for complex (i?amax / cabs1).
+TI_DEVICE float abs1(float a) { return fabsf(a); }
+TI_DEVICE double abs1(double a) { return fabs(a); }
+template <typename R>
+TI_DEVICE R abs1(Cplx<R> a) { return fabs_r(a.re) + fabs_r(a.im); }
+
+TI_DEVICE uint32_t shfl_xor_u32(uint32_t v, int mask, int width) {
+  return static_cast<uint32_t>(shfl_xor(static_cast<int>(v), mask, width));
+}
+
+// Maximum of a 32-bit key over each group of G lanes (G a power of two <= 32, groups aligned in the warp).
+// CUDA sm_80+ with G >= 16: one redux.sync per group (the group's lanes as member mask, as cooperative_groups
+// does for tiles); otherwise (HIP's 64-wide wavefronts included) a butterfly of xor shuffles of width G.
+template <int G>
+TI_DEVICE uint32_t group_max_u32(uint32_t key) {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // Measured on an H200: redux.sync pays off for one or two groups per warp (n > 8); with many small groups
+  // per warp (several member masks in one instruction) the shuffle butterfly is faster.
+  if constexpr (G >= 16) {
+    const unsigned lane = threadIdx.x % 32u;
+    const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << (G % 32)) - 1u) << (lane & ~static_cast<unsigned>(G - 1)));
+    return __reduce_max_sync(mask, key);
+  } else
+#endif
+  {
+#pragma unroll
+    for (int m = G / 2; m > 0; m >>= 1) {
+      const uint32_t o = shfl_xor_u32(key, m, G);
+      key = o > key ? o : key;
+    }
+    return key;
+  }
+}
+
+// Low 6 bits of a pivot key: G - pos (1..32, larger for a smaller LAPACK position, so ties go to the first
+// row as in i?amax); the bits above hold the magnitude's IEEE bits (non-negative floats order as integers; NaN
+// is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a denormal below 64 ulp)
+// is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those 6 low bits
+// (relative 2^-17 in float, 2^-46 in double) count as ties.
+TI_DEVICE uint32_t mag_field(uint32_t bits) {
+  const uint32_t hi = bits & ~63u;
+  return hi != 0u ? hi : (bits != 0u ? 64u : 0u);
+}
+
+// Arg-max over the group's candidate rows (`valid`): largest |value|, ties to the smallest `pos`. Returns the
+// winner's pos (the same in every lane of the group); `is_zero` tells whether the winning magnitude is zero.
+template <int G>
+TI_DEVICE int pivot_search(float mag, bool valid, int pos, bool& is_zero) {
+  const uint32_t bits = __float_as_uint(mag) & 0x7fffffffu;
+  const uint32_t key = valid ? (mag_field(bits) | static_cast<uint32_t>(G - pos)) : 0u;
+  const uint32_t best = group_max_u32<G>(key);
+  is_zero = best < 64u;
+  return G - static_cast<int>(best & 63u);
+}
+
+// Doubles: the high word first, then the (truncated) low word among the lanes that hold the maximal high word.
+template <int G>
+TI_DEVICE int pivot_search(double mag, bool valid, int pos, bool& is_zero) {
+  const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag)) & 0x7fffffffffffffffull;
+  const uint32_t hi = valid ? static_cast<uint32_t>(bits >> 32) : 0u;
+  const uint32_t best_hi = group_max_u32<G>(hi);
+  const uint32_t lo = (valid && hi == best_hi) ? (mag_field(static_cast<uint32_t>(bits)) | static_cast<uint32_t>(G - pos))
+                                               : 0u;
+  const uint32_t best_lo = group_max_u32<G>(lo);
+  is_zero = best_hi == 0u && best_lo < 64u;
+  return G - static_cast<int>(best_lo & 63u);
+}
+
+constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
+constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
+
+// Compile-time geometry of one warp's work for matrices of n x n elements of type T.
+template <typename T, int N>
+struct Geometry {
+  static_assert(N >= 1 && N <= 32, "small LU kernels cover 1 <= n <= 32");
+  static constexpr int G = next_pow2(N);               // lanes per matrix
+  static constexpr int kGroups = kWarpSize / G;        // matrices per warp
+  static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T)) > 0 ? 16 / static_cast<int>(sizeof(T)) : 1;
+  static constexpr int RowPad = round_up(N + 1, kV);   // broadcast row: N entries + the pivot's reciprocal
+  static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
+  static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
+  static constexpr int kTileBytes = round_up(kGroups * N * S * static_cast<int>(sizeof(T)), 16);
+  static constexpr int kBcastBytes = kGroups * 2 * RowPad * static_cast<int>(sizeof(T));
+  static constexpr int kPermBytes = round_up(kGroups * N * 4, 16);
+  static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
+};
+
+// Everything a warp sees in shared memory.
+template <typename T, int N>
+struct WarpSmem {
+  T* tile;
+  T* bcast;
+  int* perm;
+  TI_DEVICE explicit WarpSmem(unsigned char* base) {
+    using Geo = Geometry<T, N>;
+    tile = reinterpret_cast<T*>(base);
+    bcast = reinterpret_cast<T*>(base + Geo::kTileBytes);
+    perm = reinterpret_cast<int*>(base + Geo::kTileBytes + Geo::kBcastBytes);
+  }
+};
+
+// 16-byte chunk of a broadcast row (vector shared-memory accesses).
+template <typename T>
+struct alignas(16) Chunk {
+  T v[Geometry<T, 1>::kV];
+};
+
+// Element e of the warp's contiguous matrices (matrix m, row r, column c) sits at tile[(m * N + r) * S + c],
+// i.e. at e + (S - N) * (e / N).
+template <int N, int S>
+TI_DEVICE int tile_index(int e) {
+  return S == N ? e : e + (S - N) * (e / N);
+}
+
+// Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile.
+// A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds checks; the last warp of the
+// grid (or unaligned data) moves single elements.
+template <typename T, int N>
+TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N>;
+  constexpr int kV = Geo::kV;
+  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    constexpr int kChunks = Geo::kElems / kV;
+    constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
+    Chunk<T> v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) {
+#pragma unroll
+        for (int u = 0; u < kV; ++u) tile[tile_index<N, Geo::S>(c * kV + u)] = v[it].v[u];
+      }
+    }
+    return;
+  }
+  T v[Geo::kLoadIters];
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) v[it] = src[e];
+  }
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) tile[tile_index<N, Geo::S>(e)] = v[it];
+  }
+}
+
+template <typename T, int N>
+TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N>;
+  constexpr int kV = Geo::kV;
+  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+    constexpr int kChunks = Geo::kElems / kV;
+    constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) {
+        Chunk<T> v;
+#pragma unroll
+        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, Geo::S>(c * kV + u)];
+        reinterpret_cast<Chunk<T>*>(dst)[c] = v;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int it = 0; it < Geo::kLoadIters; ++it) {
+    const int e = it * kWarpSize + lane;
+    if (e < valid) dst[e] = tile[tile_index<N, Geo::S>(e)];
+  }
+}
+
+// LU factorization with partial pivoting (LAPACK getrf semantics: A = P L U, ipiv 1-based, info = first zero
+// pivot). `in` may equal `lu`. Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
+// warps * Geometry<T, N>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
+template <typename T, int N>
+__global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
+                                                       int64_t batch) {
+  using Geo = Geometry<T, N>;
+  constexpr int G = Geo::G;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
+  if (m0 >= batch) return;  // whole warps only: shuffles below always see every lane of the warp
+  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const int valid = nmat * N * N;
+  WarpSmem<T, N> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  load_tile<T, N>(in + m0 * (N * N), sm.tile, valid, lane);
+  warp_sync();
+
+  const int g = lane / G, i = lane % G;
+  T a[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) a[j] = i < N ? sm.tile[(g * N + i) * Geo::S + j] : zero_of(T{});
+
+  bool pivoted = i >= N;  // padding lanes (i >= n) hold no row and are never chosen
+  int pos = i;            // this row's position in LAPACK's (swapped) matrix
+  int my_ipiv = 0, my_info = 0;
+  T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    bool zero;
+    const int pr = pivot_search<G>(abs1(a[k]), !pivoted, pos, zero);
+    if (zero && my_info == 0) my_info = k + 1;
+    if (i == k) my_ipiv = pr + 1;
+    const bool is_piv = !pivoted && pos == pr;
+    T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
+    if (is_piv) {
+      // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
+#pragma unroll
+      for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
+        Chunk<T> ch;
+#pragma unroll
+        for (int v = 0; v < Geo::kV; ++v) {
+          const int j = c * Geo::kV + v;
+          ch.v[v] = j < N ? a[j < N ? j : 0] : (j == N ? recip(a[k]) : zero_of(T{}));
+        }
+        reinterpret_cast<Chunk<T>*>(row)[c] = ch;
+      }
+      pivoted = true;
+      pos = k;
+    } else if (pos == k) {
+      pos = pr;  // LAPACK swaps the row at position k with the pivot row
+    }
+    warp_sync();
+    if (!pivoted && !zero) {  // lazy swaps: rows already pivoted do nothing
+      const T l = mul(a[k], row[N]);
+      a[k] = l;
+#pragma unroll
+      for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
+        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+#pragma unroll
+        for (int v = 0; v < Geo::kV; ++v) {
+          const int j = c * Geo::kV + v;
+          if (j > k && j < N) a[j] = fnms(a[j], l, ch.v[v]);
+        }
+      }
+    }
+  }
+  // Every row goes to its final position (its pivot step).
+  if (i < N) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) sm.tile[(g * N + pos) * Geo::S + j] = a[j];
+  }
+  warp_sync();
+  store_tile<T, N>(lu + m0 * (N * N), sm.tile, valid, lane);
+  if (g < nmat) {
+    if (i < N) ipiv[(m0 + g) * N + i] = my_ipiv;
+    if (i == 0) info[m0 + g] = my_info;
+  }
+}
+
+// Inverse (getrf + getri semantics; info as getrf's). `in` may equal `out`. Same launch as small_lu_kernel.
+template <typename T, int N>
+__global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
+  using Geo = Geometry<T, N>;
+  constexpr int G = Geo::G;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
+  if (m0 >= batch) return;
+  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const int valid = nmat * N * N;
+  WarpSmem<T, N> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  load_tile<T, N>(in + m0 * (N * N), sm.tile, valid, lane);
+  warp_sync();
+
+  const int g = lane / G, i = lane % G;
+  T a[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) a[j] = i < N ? sm.tile[(g * N + i) * Geo::S + j] : zero_of(T{});
+
+  bool pivoted = i >= N;
+  int pos = i;
+  int my_info = 0, my_step = 0;
+  T my_recip = one_of(T{});
+  T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+  int* perm = sm.perm + g * N;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    bool zero;
+    const int pr = pivot_search<G>(abs1(a[k]), !pivoted, pos, zero);
+    if (zero && my_info == 0) my_info = k + 1;
+    const bool is_piv = !pivoted && pos == pr;
+    T* row = bcast + (k & 1) * Geo::RowPad;
+    if (is_piv) {
+      // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
+      // (scaled by 1/pivot at the end, like the rest of the row).
+      my_recip = recip(a[k]);
+      a[k] = one_of(T{});
+#pragma unroll
+      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
+        Chunk<T> ch;
+#pragma unroll
+        for (int v = 0; v < Geo::kV; ++v) {
+          const int j = c * Geo::kV + v;
+          ch.v[v] = j < N ? a[j < N ? j : 0] : (j == N ? my_recip : zero_of(T{}));
+        }
+        reinterpret_cast<Chunk<T>*>(row)[c] = ch;
+      }
+      perm[k] = i;
+      pivoted = true;
+      my_step = k;
+      pos = k;
+    } else if (pos == k) {
+      pos = pr;
+    }
+    warp_sync();
+    if (!is_piv) {  // Gauss-Jordan: every other row, pivoted or not, eliminates column k
+      const T f = mul(a[k], row[N]);
+      a[k] = zero_of(T{});
+#pragma unroll
+      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
+        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+#pragma unroll
+        for (int v = 0; v < Geo::kV; ++v) {
+          const int j = c * Geo::kV + v;
+          if (j < N) a[j] = fnms(a[j], f, ch.v[v]);
+        }
+      }
+    }
+  }
+  // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
+  if (i < N) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step) * Geo::S + perm[j]] = mul(a[j], my_recip);
+  }
+  warp_sync();
+  store_tile<T, N>(out + m0 * (N * N), sm.tile, valid, lane);
+  if (g < nmat && i == 0) info[m0 + g] = my_info;
+}
+
+}  // namespace lu
+}  // namespace kernels
+}  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+// CI compiles each header alone with hipcc for gfx90a: instantiate the kernels for every dtype and a few n.
+namespace torch_inplace {
+namespace kernels {
+namespace lu {
+#define TI_LU_INSTANTIATE(T, N)                                                                          \
+  template __global__ void small_lu_kernel<T, N>(const T*, T*, int32_t*, int32_t*, int64_t);             \
+  template __global__ void small_inverse_kernel<T, N>(const T*, T*, int32_t*, int64_t);
+#define TI_LU_INSTANTIATE_ALL(N)             \
+  TI_LU_INSTANTIATE(float, N)                \
+  TI_LU_INSTANTIATE(double, N)               \
+  TI_LU_INSTANTIATE(Cplx<float>, N)          \
+  TI_LU_INSTANTIATE(Cplx<double>, N)
+TI_LU_INSTANTIATE_ALL(1)
+TI_LU_INSTANTIATE_ALL(3)
+TI_LU_INSTANTIATE_ALL(8)
+TI_LU_INSTANTIATE_ALL(17)
+TI_LU_INSTANTIATE_ALL(32)
+#undef TI_LU_INSTANTIATE_ALL
+#undef TI_LU_INSTANTIATE
+}  // namespace lu
+}  // namespace kernels
+}  // namespace torch_inplace
+#endif

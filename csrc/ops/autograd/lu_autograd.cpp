@@ -1,0 +1,156 @@
+// Autograd of the LU / inverse ops as torch::autograd::Function (C++), registered for the Autograd key so
+// TorchScript and LibTorch callers differentiate them too. Backward formulas use differentiable ATen ops, so
+// double backward (gradgradcheck) works.
+//   inverse:   grad_A = -X^H G X^H
+//   lu_factor: torch.linalg.lu_factor's backward (FunctionsManual.cpp linalg_lu_backward, square case):
+//              grad_A = P L^-H (tril(L^H G, -1) + triu(G U^H)) U^-H
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "ops/lu_common.h"
+
+namespace torch_inplace {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Double backward needs a differentiable graph: the matmul form then; otherwise the fused op
+// (inplace::_inverse_backward: one pass over X and G on GPUs).
+at::Tensor inverse_backward(const at::Tensor& X, const at::Tensor& G) {
+  if (at::GradMode::is_enabled() && (X.requires_grad() || G.requires_grad())) {
+    const at::Tensor Xh = X.mH();
+    return -at::matmul(Xh, at::matmul(G, Xh));
+  }
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_inverse_backward", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op.call(X, G);
+}
+
+at::Tensor lu_backward(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& G) {
+  auto [P, L, U] = at::lu_unpack(LU, pivots);
+  at::Tensor gA = at::matmul(L.mH(), G).tril(-1) + at::matmul(G, U.mH()).triu();
+  gA = at::linalg_solve_triangular(U.mH(), gA, /*upper=*/false, /*left=*/false);
+  gA = at::linalg_solve_triangular(L.mH(), gA, /*upper=*/true, /*left=*/true, /*unitriangular=*/true);
+  return at::matmul(P, gA);
+}
+
+class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& A, bool check_errors) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("inplace::batched_inverse_ex", "")
+                         .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [X, info] = op.call(A, check_errors);
+    ctx->save_for_backward({X});
+    ctx->mark_non_differentiable({info});
+    return {X, info};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor X = ctx->get_saved_variables()[0];
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    return {inverse_backward(X, grads[0]), at::Tensor()};
+  }
+};
+
+class InverseInplace : public torch::autograd::Function<InverseInplace> {
+ public:
+  static variable_list forward(AutogradContext* ctx, at::Tensor A) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("inplace::inverse_", "")
+                         .typed<at::Tensor&(at::Tensor&)>();
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      op.call(A);
+    }
+    ctx->mark_dirty({A});
+    ctx->save_for_backward({A});
+    return {A};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor X = ctx->get_saved_variables()[0];
+    if (!grads[0].defined()) return {at::Tensor()};
+    return {inverse_backward(X, grads[0])};
+  }
+};
+
+class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& A, bool check_errors) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("inplace::lu_factor_ex", "")
+                         .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [LU, pivots, info] = op.call(A, check_errors);
+    ctx->save_for_backward({LU, pivots});
+    ctx->mark_non_differentiable({pivots, info});
+    return {LU, pivots, info};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    return {lu_backward(saved[0], saved[1], grads[0]), at::Tensor()};
+  }
+};
+
+class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
+ public:
+  static variable_list forward(AutogradContext* ctx, at::Tensor A) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("inplace::lu_factor_", "")
+                         .typed<at::Tensor(at::Tensor&)>();
+    at::Tensor pivots;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      pivots = op.call(A);
+    }
+    ctx->mark_dirty({A});
+    ctx->mark_non_differentiable({pivots});
+    ctx->save_for_backward({A, pivots});
+    return {A, pivots};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    if (!grads[0].defined()) return {at::Tensor()};
+    return {lu_backward(saved[0], saved[1], grads[0])};
+  }
+};
+
+// Each wrapper validates first, so a bad input is refused before autograd or a backend sees it.
+std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  auto r = BatchedInverseEx::apply(A, check_errors);
+  return {r[0], r[1]};
+}
+
+at::Tensor& inverse__autograd(at::Tensor& A) {
+  lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
+  InverseInplace::apply(A);
+  return A;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  auto r = LuFactorEx::apply(A, check_errors);
+  return {r[0], r[1], r[2]};
+}
+
+at::Tensor lu_factor__autograd(at::Tensor& A) {
+  lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
+  return LuFactorInplace::apply(A)[1];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(inplace, Autograd, m) {
+  m.impl("batched_inverse_ex", &batched_inverse_ex_autograd);
+  m.impl("inverse_", &inverse__autograd);
+  m.impl("lu_factor_ex", &lu_factor_ex_autograd);
+  m.impl("lu_factor_", &lu_factor__autograd);
+}
+
+}  // namespace torch_inplace

@@ -1,0 +1,185 @@
+// CPU kernels of lu_factor_ex, lu_factor_, batched_inverse_ex and inverse_: LAPACK getf2-style LU with partial
+// pivoting (row-major, first maximum of |x| or |re| + |im| as in i?amax), getri-style inverse from the factors;
+// at::parallel_for over the batch, one matrix per task.
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/complex.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/lu_common.h"
+
+namespace torch_inplace {
+namespace {
+
+template <typename T>
+inline double abs1(T x) {
+  return std::abs(static_cast<double>(x));
+}
+template <typename R>
+inline double abs1(c10::complex<R> x) {
+  return std::abs(static_cast<double>(x.real())) + std::abs(static_cast<double>(x.imag()));
+}
+
+// In-place LU of the row-major n x n matrix `a`; ipiv 1-based (LAPACK). Returns info (first zero pivot, 1-based).
+template <typename T>
+int32_t getrf(T* a, int64_t n, int32_t* ipiv) {
+  int32_t info = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t p = k;
+    double best = abs1(a[k * n + k]);
+    for (int64_t i = k + 1; i < n; ++i) {
+      const double v = abs1(a[i * n + k]);
+      if (v > best) best = v, p = i;
+    }
+    ipiv[k] = static_cast<int32_t>(p + 1);
+    if (a[p * n + k] == T(0)) {
+      if (info == 0) info = static_cast<int32_t>(k + 1);
+      continue;
+    }
+    if (p != k) {
+      for (int64_t j = 0; j < n; ++j) std::swap(a[k * n + j], a[p * n + j]);
+    }
+    const T inv = T(1) / a[k * n + k];
+    const T* pivot_row = a + k * n;
+    for (int64_t i = k + 1; i < n; ++i) {
+      T* row = a + i * n;
+      const T l = row[k] * inv;
+      row[k] = l;
+      for (int64_t j = k + 1; j < n; ++j) row[j] -= l * pivot_row[j];
+    }
+  }
+  return info;
+}
+
+// X = A^-1 from the factors (A = P L U): X = U^-1 L^-1 P^T, computed by row operations on B = P^T.
+template <typename T>
+void getri(const T* lu, const int32_t* ipiv, int64_t n, T* x) {
+  for (int64_t i = 0; i < n * n; ++i) x[i] = T(0);
+  for (int64_t i = 0; i < n; ++i) x[i * n + i] = T(1);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t p = ipiv[k] - 1;
+    if (p != k) {
+      for (int64_t j = 0; j < n; ++j) std::swap(x[k * n + j], x[p * n + j]);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {  // L (unit lower) solve
+    for (int64_t k = 0; k < i; ++k) {
+      const T l = lu[i * n + k];
+      if (l == T(0)) continue;
+      for (int64_t j = 0; j < n; ++j) x[i * n + j] -= l * x[k * n + j];
+    }
+  }
+  for (int64_t i = n - 1; i >= 0; --i) {  // U solve
+    for (int64_t k = i + 1; k < n; ++k) {
+      const T u = lu[i * n + k];
+      if (u == T(0)) continue;
+      for (int64_t j = 0; j < n; ++j) x[i * n + j] -= u * x[k * n + j];
+    }
+    const T inv = T(1) / lu[i * n + i];
+    for (int64_t j = 0; j < n; ++j) x[i * n + j] *= inv;
+  }
+}
+
+int64_t grain(int64_t n) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n * n * n)); }
+
+// Factorizes `lu` (contiguous, already holding A) in place.
+void lu_inplace_cpu(at::Tensor& lu, at::Tensor& pivots, at::Tensor& info) {
+  const int64_t n = lu.size(-1), batch = lu::batch_count(lu);
+  if (batch == 0 || n == 0) return;
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(lu.scalar_type(), "lu_factor_cpu", [&] {
+    scalar_t* a = lu.data_ptr<scalar_t>();
+    int32_t* piv = pivots.data_ptr<int32_t>();
+    int32_t* inf = info.data_ptr<int32_t>();
+    at::parallel_for(0, batch, grain(n), [&](int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; ++b) inf[b] = getrf(a + b * n * n, n, piv + b * n);
+    });
+  });
+}
+
+// Inverts `x` (contiguous, already holding A) in place.
+void inverse_inplace_cpu(at::Tensor& x, at::Tensor& info) {
+  const int64_t n = x.size(-1), batch = lu::batch_count(x);
+  if (batch == 0 || n == 0) return;
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(x.scalar_type(), "batched_inverse_cpu", [&] {
+    scalar_t* a = x.data_ptr<scalar_t>();
+    int32_t* inf = info.data_ptr<int32_t>();
+    at::parallel_for(0, batch, grain(n), [&](int64_t lo, int64_t hi) {
+      std::vector<scalar_t> lu(n * n);
+      std::vector<int32_t> piv(n);
+      for (int64_t b = lo; b < hi; ++b) {
+        scalar_t* m = a + b * n * n;
+        std::copy(m, m + n * n, lu.begin());
+        inf[b] = getrf(lu.data(), n, piv.data());
+        getri(lu.data(), piv.data(), n, m);
+      }
+    });
+  });
+}
+
+std::vector<int64_t> batch_shape(const at::Tensor& A) { return A.sizes().slice(0, A.dim() - 2).vec(); }
+
+at::Tensor new_info(const at::Tensor& A) {
+  return at::zeros(batch_shape(A), A.options().dtype(at::kInt));
+}
+at::Tensor new_pivots(const at::Tensor& A) {
+  auto s = batch_shape(A);
+  s.push_back(A.size(-1));
+  return at::empty(s, A.options().dtype(at::kInt));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cpu(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  at::Tensor LU = at::empty(A.sizes(), A.options());
+  LU.copy_(A);  // contiguous, conj/neg bits resolved
+  at::Tensor pivots = new_pivots(A), info = new_info(A);
+  lu_inplace_cpu(LU, pivots, info);
+  if (check_errors) lu::check_info(info, "inplace.lu_factor_ex", A.dim() == 2);
+  return {LU, pivots, info};
+}
+
+at::Tensor lu_factor__cpu(at::Tensor& A) {
+  lu::check_input(A, "lu_factor_", /*inplace=*/true);
+  at::Tensor pivots = new_pivots(A), info = new_info(A);
+  lu_inplace_cpu(A, pivots, info);
+  return pivots;
+}
+
+std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cpu(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  at::Tensor X = at::empty(A.sizes(), A.options());
+  X.copy_(A);
+  at::Tensor info = new_info(A);
+  inverse_inplace_cpu(X, info);
+  if (check_errors) lu::check_info(info, "inplace.batched_inverse_ex", A.dim() == 2);
+  return {X, info};
+}
+
+at::Tensor& inverse__cpu(at::Tensor& A) {
+  lu::check_input(A, "inverse_", /*inplace=*/true);
+  at::Tensor info = new_info(A);
+  inverse_inplace_cpu(A, info);
+  return A;
+}
+
+at::Tensor inverse_backward_cpu(const at::Tensor& X, const at::Tensor& grad) {
+  lu::check_backward_inputs(X, grad);
+  return lu::inverse_backward_reference(X, grad);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(inplace, CPU, m) {
+  m.impl("_inverse_backward", &inverse_backward_cpu);
+  m.impl("lu_factor_ex", &lu_factor_ex_cpu);
+  m.impl("lu_factor_", &lu_factor__cpu);
+  m.impl("batched_inverse_ex", &batched_inverse_ex_cpu);
+  m.impl("inverse_", &inverse__cpu);
+}
+
+}  // namespace torch_inplace

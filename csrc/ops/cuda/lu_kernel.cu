@@ -1,0 +1,227 @@
+// CUDA/HIP kernels of lu_factor_ex, lu_factor_, batched_inverse_ex and inverse_.
+//
+// n <= 32: the register kernels of kernels/lu/small_lu.cuh (paper 001), n a template parameter, warps per block
+// from lu_tuning.h (benchmarks/tune_lu.py). n > 32: delegated to torch.linalg (linalg_lu_factor_ex /
+// linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is not graph-capturable.
+// Everything runs on the current stream; only check_errors=True syncs.
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/linalg_inv_ex.h>
+#include <ATen/ops/linalg_lu_factor_ex.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "kernels/lu/small_lu.cuh"
+#include "ops/cuda/lu_launch.cuh"
+#include "ops/cuda/lu_tuning.h"
+#include "ops/lu_common.h"
+
+namespace torch_inplace {
+namespace {
+
+using kernels::lu::Cplx;
+
+constexpr int64_t kMaxSmallN = 32;
+
+int warps_for(int kind, at::ScalarType st, int64_t n) {
+  const int d = lu::dtype_index(st);
+  const int o = lu::tuning_override(kind, d, n);
+  if (o > 0) return o;
+  return kind == 0 ? lu_cuda::kLuWarps[d][n] : lu_cuda::kInvWarps[d][n];
+}
+
+#define TI_LU_CASES(X) \
+  X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+  X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32)
+
+template <typename T>
+void run_lu(const void* in, void* out, int32_t* ipiv, int32_t* info, int64_t batch, int64_t n, int warps,
+            cudaStream_t s) {
+  const T* i = static_cast<const T*>(in);
+  T* o = static_cast<T*>(out);
+  switch (n) {
+#define TI_CASE(N) \
+  case N: return lu_cuda::launch_lu<T, N>(i, o, ipiv, info, batch, warps, s);
+    TI_LU_CASES(TI_CASE)
+#undef TI_CASE
+    default: TORCH_CHECK(false, "lu_factor: internal error: no small kernel for n = ", n);
+  }
+}
+
+template <typename T>
+void run_inverse(const void* in, void* out, int32_t* info, int64_t batch, int64_t n, int warps, cudaStream_t s) {
+  const T* i = static_cast<const T*>(in);
+  T* o = static_cast<T*>(out);
+  switch (n) {
+#define TI_CASE(N) \
+  case N: return lu_cuda::launch_inverse<T, N>(i, o, info, batch, warps, s);
+    TI_LU_CASES(TI_CASE)
+#undef TI_CASE
+    default: TORCH_CHECK(false, "batched_inverse: internal error: no small kernel for n = ", n);
+  }
+}
+
+template <typename T>
+bool run_backward(const void* X, const void* G, void* out, int64_t batch, int64_t n, cudaStream_t s) {
+  const T* x = static_cast<const T*>(X);
+  const T* g = static_cast<const T*>(G);
+  T* o = static_cast<T*>(out);
+  switch (n) {
+#define TI_CASE(N)                                                            \
+  case N:                                                                     \
+    if (!lu_cuda::backward_supported<T, N>()) return false;                   \
+    lu_cuda::launch_inverse_backward<T, N>(x, g, o, batch, s);                \
+    return true;
+    TI_LU_CASES(TI_CASE)
+#undef TI_CASE
+    default: return false;
+  }
+}
+
+// in: contiguous A (may be `out` itself); out: contiguous, same shape.
+void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Tensor& info) {
+  const int64_t n = in.size(-1), batch = lu::batch_count(in);
+  if (batch == 0 || n == 0) return;
+  const int w = warps_for(0, in.scalar_type(), n);
+  cudaStream_t s = at::cuda::getCurrentCUDAStream();
+  const void* i = in.const_data_ptr();
+  void* o = out.data_ptr();
+  int32_t* p = pivots.data_ptr<int32_t>();
+  int32_t* f = info.data_ptr<int32_t>();
+  switch (in.scalar_type()) {
+    case at::kFloat: return run_lu<float>(i, o, p, f, batch, n, w, s);
+    case at::kDouble: return run_lu<double>(i, o, p, f, batch, n, w, s);
+    case at::kComplexFloat: return run_lu<Cplx<float>>(i, o, p, f, batch, n, w, s);
+    case at::kComplexDouble: return run_lu<Cplx<double>>(i, o, p, f, batch, n, w, s);
+    default: TORCH_CHECK(false, "lu_factor: unsupported dtype ", in.scalar_type());
+  }
+}
+
+void small_inverse(const at::Tensor& in, at::Tensor& out, at::Tensor& info) {
+  const int64_t n = in.size(-1), batch = lu::batch_count(in);
+  if (batch == 0 || n == 0) return;
+  const int w = warps_for(1, in.scalar_type(), n);
+  cudaStream_t s = at::cuda::getCurrentCUDAStream();
+  const void* i = in.const_data_ptr();
+  void* o = out.data_ptr();
+  int32_t* f = info.data_ptr<int32_t>();
+  switch (in.scalar_type()) {
+    case at::kFloat: return run_inverse<float>(i, o, f, batch, n, w, s);
+    case at::kDouble: return run_inverse<double>(i, o, f, batch, n, w, s);
+    case at::kComplexFloat: return run_inverse<Cplx<float>>(i, o, f, batch, n, w, s);
+    case at::kComplexDouble: return run_inverse<Cplx<double>>(i, o, f, batch, n, w, s);
+    default: TORCH_CHECK(false, "batched_inverse: unsupported dtype ", in.scalar_type());
+  }
+}
+
+std::vector<int64_t> batch_shape(const at::Tensor& A) { return A.sizes().slice(0, A.dim() - 2).vec(); }
+
+at::Tensor new_info(const at::Tensor& A) {
+  // Every matrix's info is written by the kernel; only n == 0 needs the zeros.
+  if (A.size(-1) == 0) return at::zeros(batch_shape(A), A.options().dtype(at::kInt));
+  return at::empty(batch_shape(A), A.options().dtype(at::kInt));
+}
+at::Tensor new_pivots(const at::Tensor& A) {
+  auto s = batch_shape(A);
+  s.push_back(A.size(-1));
+  return at::empty(s, A.options().dtype(at::kInt));
+}
+
+// The kernel input: A itself when contiguous with no conj/neg bit, else a contiguous copy.
+at::Tensor kernel_input(const at::Tensor& A) {
+  if (A.is_contiguous() && !A.is_conj() && !A.is_neg()) return A;
+  return lu::contiguous_input(A);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  c10::cuda::CUDAGuard guard(A.device());
+  at::Tensor LU, pivots, info;
+  if (A.size(-1) > kMaxSmallN) {
+    std::tie(LU, pivots, info) = at::linalg_lu_factor_ex(A, /*pivot=*/true, /*check_errors=*/false);
+  } else {
+    const at::Tensor in = kernel_input(A);
+    LU = at::empty(A.sizes(), A.options());
+    pivots = new_pivots(A);
+    info = new_info(A);
+    small_lu(in, LU, pivots, info);
+  }
+  if (check_errors) lu::check_info(info, "inplace.lu_factor_ex", A.dim() == 2);
+  return {LU, pivots, info};
+}
+
+at::Tensor lu_factor__cuda(at::Tensor& A) {
+  lu::check_input(A, "lu_factor_", /*inplace=*/true);
+  c10::cuda::CUDAGuard guard(A.device());
+  if (A.size(-1) > kMaxSmallN) {
+    auto [LU, pivots, info] = at::linalg_lu_factor_ex(A, /*pivot=*/true, /*check_errors=*/false);
+    A.copy_(LU);
+    return pivots;
+  }
+  at::Tensor pivots = new_pivots(A), info = new_info(A);
+  small_lu(A, A, pivots, info);
+  return pivots;
+}
+
+std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  c10::cuda::CUDAGuard guard(A.device());
+  at::Tensor X, info;
+  if (A.size(-1) > kMaxSmallN) {
+    std::tie(X, info) = at::linalg_inv_ex(A, /*check_errors=*/false);
+  } else {
+    const at::Tensor in = kernel_input(A);
+    X = at::empty(A.sizes(), A.options());
+    info = new_info(A);
+    small_inverse(in, X, info);
+  }
+  if (check_errors) lu::check_info(info, "inplace.batched_inverse_ex", A.dim() == 2);
+  return {X, info};
+}
+
+at::Tensor& inverse__cuda(at::Tensor& A) {
+  lu::check_input(A, "inverse_", /*inplace=*/true);
+  c10::cuda::CUDAGuard guard(A.device());
+  if (A.size(-1) > kMaxSmallN) {
+    A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));
+    return A;
+  }
+  at::Tensor info = new_info(A);
+  small_inverse(A, A, info);
+  return A;
+}
+
+// grad_A = -X^H G X^H: the fused kernel for n <= 32 where two rows fit in registers, else two GEMMs.
+at::Tensor inverse_backward_cuda(const at::Tensor& X, const at::Tensor& grad) {
+  lu::check_backward_inputs(X, grad);
+  c10::cuda::CUDAGuard guard(X.device());
+  const int64_t n = X.size(-1), batch = lu::batch_count(X);
+  if (n >= 1 && n <= kMaxSmallN && batch > 0) {
+    const at::Tensor x = kernel_input(X), g = kernel_input(grad);
+    at::Tensor out = at::empty(X.sizes(), X.options());
+    cudaStream_t s = at::cuda::getCurrentCUDAStream();
+    bool done = false;
+    switch (X.scalar_type()) {
+      case at::kFloat: done = run_backward<float>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kDouble: done = run_backward<double>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kComplexFloat: done = run_backward<Cplx<float>>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      case at::kComplexDouble: done = run_backward<Cplx<double>>(x.const_data_ptr(), g.const_data_ptr(), out.data_ptr(), batch, n, s); break;
+      default: break;
+    }
+    if (done) return out;
+  }
+  return lu::inverse_backward_reference(X, grad);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(inplace, CUDA, m) {
+  m.impl("_inverse_backward", &inverse_backward_cuda);
+  m.impl("lu_factor_ex", &lu_factor_ex_cuda);
+  m.impl("lu_factor_", &lu_factor__cuda);
+  m.impl("batched_inverse_ex", &batched_inverse_ex_cuda);
+  m.impl("inverse_", &inverse__cuda);
+}
+
+}  // namespace torch_inplace

@@ -1,0 +1,122 @@
+// Host launchers of the small LU / inverse kernels (kernels/lu/small_lu.cuh). Declared for every (T, n) here;
+// defined and explicitly instantiated in lu_inst_*.cu (split by dtype and n so builds compile them in parallel).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__HIPCC__) || defined(USE_ROCM)
+#include <hip/hip_runtime.h>
+using ti_stream_t = hipStream_t;
+#else
+#include <cuda_runtime.h>
+using ti_stream_t = cudaStream_t;
+#endif
+
+namespace torch_inplace {
+namespace lu_cuda {
+
+// Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
+template <typename T, int N>
+void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, ti_stream_t stream);
+template <typename T, int N>
+void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream);
+// grad = -X^H G X^H (fused); only where backward_supported<T, N>() (two rows of n elements fit in registers).
+template <typename T, int N>
+void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream);
+template <typename T, int N>
+bool backward_supported();
+// Shared-memory bytes one warp of the kernels needs (the launcher caps warps per block at 48 KiB per block).
+template <typename T, int N>
+int warp_smem_bytes();
+
+}  // namespace lu_cuda
+}  // namespace torch_inplace
+
+#ifdef TI_LU_DEFINE_LAUNCHERS
+#include <c10/cuda/CUDAException.h>
+
+#include "kernels/lu/inverse_backward.cuh"
+#include "kernels/lu/small_lu.cuh"
+
+namespace torch_inplace {
+namespace lu_cuda {
+
+constexpr int kMaxBlockSmem = 48 * 1024;
+
+template <typename T, int N>
+int warp_smem_bytes() {
+  return kernels::lu::Geometry<T, N>::kWarpSmemBytes;
+}
+
+template <typename T, int N>
+static int clamp_warps(int warps) {
+  using Geo = kernels::lu::Geometry<T, N>;
+  int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
+  while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;
+  return w;
+}
+
+template <typename T, int N>
+void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
+  using Geo = kernels::lu::Geometry<T, N>;
+  const int w = clamp_warps<T, N>(warps);
+  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
+  const int64_t blocks = (batch + per_block - 1) / per_block;
+  kernels::lu::small_lu_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                       w * Geo::kWarpSmemBytes, stream>>>(in, lu, ipiv, info, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T, int N>
+void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
+  using Geo = kernels::lu::Geometry<T, N>;
+  const int w = clamp_warps<T, N>(warps);
+  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
+  const int64_t blocks = (batch + per_block - 1) / per_block;
+  kernels::lu::small_inverse_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                            w * Geo::kWarpSmemBytes, stream>>>(in, out, info, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T, int N>
+bool backward_supported() {
+  return kernels::lu::BackwardGeometry<T, N>::kSupported;
+}
+
+template <typename T, int N>
+void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream) {
+  using Geo = kernels::lu::Geometry<T, N>;
+  using BG = kernels::lu::BackwardGeometry<T, N>;
+  if constexpr (BG::kSupported) {
+    int w = 4;
+    while (w > 1 && w * BG::kWarpSmemBytes > kMaxBlockSmem) --w;
+    const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
+    const int64_t blocks = (batch + per_block - 1) / per_block;
+    kernels::lu::inverse_backward_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                                 w * BG::kWarpSmemBytes, stream>>>(X, G, out, batch);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
+    TORCH_CHECK(false, "_inverse_backward: internal error: no fused kernel for this (dtype, n)");
+  }
+}
+
+}  // namespace lu_cuda
+}  // namespace torch_inplace
+
+#define TI_LU_INST(T, N)                                                                                       \
+  template void torch_inplace::lu_cuda::launch_lu<T, N>(const T*, T*, int32_t*, int32_t*, int64_t, int,        \
+                                                        ti_stream_t);                                          \
+  template void torch_inplace::lu_cuda::launch_inverse<T, N>(const T*, T*, int32_t*, int64_t, int, ti_stream_t); \
+  template int torch_inplace::lu_cuda::warp_smem_bytes<T, N>();                                               \
+  template bool torch_inplace::lu_cuda::backward_supported<T, N>();                                           \
+  template void torch_inplace::lu_cuda::launch_inverse_backward<T, N>(const T*, const T*, T*, int64_t,        \
+                                                                      ti_stream_t);
+#define TI_LU_INST_LO(T)                                                                                \
+  TI_LU_INST(T, 1) TI_LU_INST(T, 2) TI_LU_INST(T, 3) TI_LU_INST(T, 4) TI_LU_INST(T, 5) TI_LU_INST(T, 6)      \
+  TI_LU_INST(T, 7) TI_LU_INST(T, 8) TI_LU_INST(T, 9) TI_LU_INST(T, 10) TI_LU_INST(T, 11) TI_LU_INST(T, 12)   \
+  TI_LU_INST(T, 13) TI_LU_INST(T, 14) TI_LU_INST(T, 15) TI_LU_INST(T, 16)
+#define TI_LU_INST_HI(T)                                                                                \
+  TI_LU_INST(T, 17) TI_LU_INST(T, 18) TI_LU_INST(T, 19) TI_LU_INST(T, 20) TI_LU_INST(T, 21)                 \
+  TI_LU_INST(T, 22) TI_LU_INST(T, 23) TI_LU_INST(T, 24) TI_LU_INST(T, 25) TI_LU_INST(T, 26)                 \
+  TI_LU_INST(T, 27) TI_LU_INST(T, 28) TI_LU_INST(T, 29) TI_LU_INST(T, 30) TI_LU_INST(T, 31) TI_LU_INST(T, 32)
+#endif  // TI_LU_DEFINE_LAUNCHERS

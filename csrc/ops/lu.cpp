@@ -1,0 +1,174 @@
+// Schemas and C++ entry points of the small batched LU and inverse ops (namespace `inplace`).
+//
+// lu_factor_ex and batched_inverse_ex are the kernels (CPU, CUDA/HIP, Meta, Autograd); lu_factor and
+// batched_inverse are CompositeImplicitAutograd wrappers that drop `info`. Unlike torch.linalg.lu_factor and
+// torch.linalg.inv they do not raise on singular input, because raising needs a host sync: call the _ex form
+// with check_errors=True for that. lu_factor_ and inverse_ overwrite a contiguous A.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/matmul.h>
+#include <torch/library.h>
+
+#include <array>
+#include <atomic>
+
+#include "ops/lu_common.h"
+#include "torch_inplace.h"
+
+namespace torch_inplace {
+namespace lu {
+
+void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits) {
+  TORCH_CHECK(A.defined(), op, ": expected a tensor, got an undefined tensor");
+  TORCH_CHECK(A.layout() == c10::kStrided, op, ": expected a strided (dense) tensor, got layout ", A.layout());
+  TORCH_CHECK(A.dim() >= 2, op, ": expected a tensor of shape (..., n, n) with at least 2 dims, got a ", A.dim(),
+              "-D tensor of shape ", A.sym_sizes());
+  TORCH_CHECK(A.sym_size(-1) == A.sym_size(-2), op, ": expected square matrices (..., n, n), got shape ",
+              A.sym_sizes());
+  const auto st = A.scalar_type();
+  TORCH_CHECK(st == at::kFloat || st == at::kDouble || st == at::kComplexFloat || st == at::kComplexDouble, op,
+              ": expected dtype float32, float64, complex64 or complex128, got ", st);
+  if (inplace) {
+    TORCH_CHECK(A.is_contiguous(), op, ": expected a contiguous tensor (the in-place op overwrites its storage), got "
+                "strides ", A.sym_strides(), " for shape ", A.sym_sizes(), "; use the out-of-place op instead");
+    TORCH_CHECK(!math_bits || (!A.is_conj() && !A.is_neg()), op, ": expected a tensor without the conjugate/negative view bit, got "
+                "one with is_conj()=", A.is_conj(), ", is_neg()=", A.is_neg(), "; call resolve_conj()/resolve_neg()");
+  }
+}
+
+at::Tensor contiguous_input(const at::Tensor& A) { return A.resolve_conj().resolve_neg().contiguous(); }
+
+void check_info(const at::Tensor& info, const char* api, bool is_matrix) {
+  at::_linalg_check_errors(info, api, is_matrix);
+}
+
+void check_backward_inputs(const at::Tensor& X, const at::Tensor& grad) {
+  const char* op = "_inverse_backward";
+  check_input(X, op, /*inplace=*/false);
+  TORCH_CHECK(grad.defined() && grad.sym_sizes() == X.sym_sizes(), op, ": expected grad of shape ", X.sym_sizes(),
+              ", got ", grad.defined() ? grad.sym_sizes() : c10::SymIntArrayRef{});
+  TORCH_CHECK(grad.scalar_type() == X.scalar_type(), op, ": expected grad of dtype ", X.scalar_type(), ", got ",
+              grad.scalar_type());
+  TORCH_CHECK(grad.device() == X.device(), op, ": expected grad on ", X.device(), ", got ", grad.device());
+}
+
+at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& grad) {
+  const at::Tensor Xh = X.mH();
+  return -at::matmul(Xh, at::matmul(grad, Xh));
+}
+
+int64_t batch_count(const at::Tensor& A) {
+  int64_t b = 1;
+  for (int64_t d = 0; d + 2 < A.dim(); ++d) b *= A.size(d);
+  return b;
+}
+
+int dtype_index(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return 0;
+    case at::kDouble: return 1;
+    case at::kComplexFloat: return 2;
+    case at::kComplexDouble: return 3;
+    default: return -1;
+  }
+}
+
+namespace {
+std::array<std::atomic<int>, 2 * 4 * 33>& overrides() {
+  static std::array<std::atomic<int>, 2 * 4 * 33> table{};
+  return table;
+}
+}  // namespace
+
+int tuning_override(int kind, int dtype_idx, int64_t n) {
+  if (kind < 0 || kind > 1 || dtype_idx < 0 || dtype_idx > 3 || n < 1 || n > 32) return 0;
+  return overrides()[(kind * 4 + dtype_idx) * 33 + n].load(std::memory_order_relaxed);
+}
+
+}  // namespace lu
+
+namespace {
+
+int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t n, int64_t warps) {
+  const char* op = "_small_lu_tuning";
+  const int k = kind == "lu" ? 0 : kind == "inverse" ? 1 : -1;
+  TORCH_CHECK(k >= 0, op, ": expected kind 'lu' or 'inverse', got '", std::string(kind), "'");
+  const int d = lu::dtype_index(dtype);
+  TORCH_CHECK(d >= 0, op, ": expected dtype float32, float64, complex64 or complex128, got ", dtype);
+  TORCH_CHECK(n >= 1 && n <= 32, op, ": expected 1 <= n <= 32, got ", n);
+  TORCH_CHECK(warps >= -1 && warps <= 8, op, ": expected warps in [-1, 8] (-1 query, 0 reset), got ", warps);
+  auto& slot = lu::overrides()[(k * 4 + d) * 33 + n];
+  if (warps >= 0) slot.store(static_cast<int>(warps));
+  return slot.load();
+}
+
+std::tuple<at::Tensor, at::Tensor> lu_factor_composite(const at::Tensor& A) {
+  auto [LU, pivots, info] = torch_inplace::lu_factor_ex(A, /*check_errors=*/false);
+  return {LU, pivots};
+}
+
+at::Tensor batched_inverse_composite(const at::Tensor& A) {
+  return std::get<0>(torch_inplace::batched_inverse_ex(A, /*check_errors=*/false));
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::lu_factor", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&)>();
+  return op.call(A);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool check_errors) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::lu_factor_ex", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+  return op.call(A, check_errors);
+}
+
+at::Tensor lu_factor_(at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::lu_factor_", "")
+                       .typed<at::Tensor(at::Tensor&)>();
+  return op.call(A);
+}
+
+at::Tensor batched_inverse(const at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::batched_inverse", "")
+                       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(A);
+}
+
+std::tuple<at::Tensor, at::Tensor> batched_inverse_ex(const at::Tensor& A, bool check_errors) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::batched_inverse_ex", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+  return op.call(A, check_errors);
+}
+
+at::Tensor& inverse_(at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::inverse_", "")
+                       .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(A);
+}
+
+TORCH_LIBRARY_FRAGMENT(inplace, m) {
+  m.def("lu_factor_ex(Tensor A, *, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)");
+  m.def("lu_factor(Tensor A) -> (Tensor LU, Tensor pivots)");
+  m.def("lu_factor_(Tensor(a!) A) -> Tensor");
+  m.def("batched_inverse_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)");
+  m.def("batched_inverse(Tensor A) -> Tensor");
+  m.def("inverse_(Tensor(a!) A) -> Tensor(a!)");
+  m.def("_inverse_backward(Tensor X, Tensor grad) -> Tensor");
+  m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1) -> int", &small_lu_tuning_op);
+}
+
+TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
+  m.impl("lu_factor", &lu_factor_composite);
+  m.impl("batched_inverse", &batched_inverse_composite);
+}
+
+}  // namespace torch_inplace

@@ -1,0 +1,36 @@
+// Shared by the LU / inverse op files (lu.cpp, cpu/, cuda/, meta/, autograd/): validation and small helpers.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace torch_inplace {
+namespace lu {
+
+// Throws (naming `op`) unless A is a strided (..., n, n) tensor with >= 2 dims of float32, float64, complex64
+// or complex128. In-place ops (`inplace`) also need a contiguous tensor and, with `math_bits` (backends: the
+// dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
+void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
+
+// A contiguous tensor holding A's values (A itself when it already is one; conj/neg bits resolved).
+at::Tensor contiguous_input(const at::Tensor& A);
+
+// Raises as torch.linalg does for singular input when any info is > 0 (syncs the host).
+void check_info(const at::Tensor& info, const char* api, bool is_matrix);
+
+// Checks the operands of _inverse_backward (same shape, dtype and device; validated X).
+void check_backward_inputs(const at::Tensor& X, const at::Tensor& grad);
+// -X^H G X^H with two matmuls (differentiable; the CPU kernel and the GPU fallback).
+at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& grad);
+
+// Matrices in the batch (product of the leading dims).
+int64_t batch_count(const at::Tensor& A);
+
+// Tuning override for the GPU kernels: warps per block for (kind 0 = LU, 1 = inverse; dtype index 0..3; n);
+// 0 means "use the committed table". Set by the private op inplace::_small_lu_tuning (benchmarks/tune_lu.py).
+int tuning_override(int kind, int dtype_index, int64_t n);
+int dtype_index(at::ScalarType t);
+
+}  // namespace lu
+}  // namespace torch_inplace

@@ -1,0 +1,258 @@
+"""batched_inverse / batched_inverse_ex / inverse_ against torch.linalg.inv (CPU always, CUDA under `gpu`)."""
+import pytest
+import torch
+from torch.library import opcheck
+
+import torch_inplace.linalg as TL
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+GPU = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm device")
+DEVICES = ["cpu", pytest.param("cuda", marks=[GPU, needs_cuda])]
+
+
+def well_conditioned(batch, n, dtype, device, seed=0):
+    """randn + sqrt(n) I with rows permuted, so partial pivoting must swap rows."""
+    g = torch.Generator().manual_seed(seed)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    A = torch.randn(*batch, n, n, generator=g, dtype=real)
+    if dtype.is_complex:
+        A = torch.complex(A, torch.randn(*batch, n, n, generator=g, dtype=real))
+    A = A + (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
+    perm = torch.randperm(n, generator=g)
+    return A[..., perm, :].contiguous().to(device)
+
+
+def residual_ratio(A, X):
+    """LAPACK-style ||A X - I||_1 / (n ||A||_1 ||X||_1 eps), per matrix."""
+    n = A.shape[-1]
+    eps = torch.finfo(A.dtype).eps
+    I = torch.eye(n, dtype=A.dtype, device=A.device)
+    r = torch.linalg.matrix_norm(A @ X - I, ord=1)
+    return r / (n * torch.linalg.matrix_norm(A, ord=1) * torch.linalg.matrix_norm(X, ord=1) * eps)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_n_matches_linalg(device, dtype):
+    batch = (37,) if device == "cpu" else (1000,)
+    for n in range(1, 33):
+        A = well_conditioned(batch, n, dtype, device, seed=n)
+        X, info = TL.batched_inverse_ex(A)
+        assert X.shape == A.shape and X.dtype == dtype and X.device == A.device
+        assert info.dtype == torch.int32 and info.shape == batch and int(info.abs().sum()) == 0
+        ref = torch.linalg.inv(A)
+        tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+        torch.testing.assert_close(X, ref, rtol=tol, atol=tol * n, msg=lambda m: f"n={n}: {m}")
+        ratio = residual_ratio(A, X).max().item()
+        assert ratio <= 30, f"n={n} {dtype}: residual ratio {ratio}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_n_above_32_delegates(device):
+    A = well_conditioned((3,), 40, torch.float64, device)
+    torch.testing.assert_close(TL.batched_inverse(A), torch.linalg.inv(A))
+    B = A.clone()
+    TL.inverse_(B)
+    torch.testing.assert_close(B, torch.linalg.inv(A))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inplace(device, dtype):
+    for n in (1, 2, 7, 16, 17, 32):
+        A = well_conditioned((5, 3), n, dtype, device, seed=n)
+        B = A.clone()
+        ptr = B.data_ptr()
+        out = TL.inverse_(B)
+        assert out is B and B.data_ptr() == ptr
+        tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+        torch.testing.assert_close(B, torch.linalg.inv(A), rtol=tol, atol=tol * n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_singular_sets_info(device, dtype):
+    n = 6
+    A = well_conditioned((4,), n, dtype, device)
+    A[1] = 0                       # info 1
+    A[2, :, 3] = 0                 # zero column 3: exact zero pivot at step 4
+    A[3, 2] = 2 * A[3, 5]          # dependent rows: singular, but rounding may hide it; must not crash
+    X, info = TL.batched_inverse_ex(A)
+    ref_info = torch.linalg.inv_ex(A.cpu()).info
+    assert info[0].item() == 0 and info[1].item() == 1 and info[2].item() == ref_info[2].item() == 4
+    assert X.shape == A.shape
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        TL.batched_inverse_ex(A, check_errors=True)
+    with pytest.raises(torch.linalg.LinAlgError):
+        TL.batched_inverse_ex(A[1], check_errors=True)
+    TL.batched_inverse(A)  # no check, no error
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_inf_inputs(device):
+    for n in (1, 4, 16, 31):
+        A = well_conditioned((3,), n, torch.float32, device)
+        A[0, 0, 0] = float("nan")
+        A[1, n - 1, 0] = float("inf")
+        X, info = TL.batched_inverse_ex(A)
+        assert X.shape == A.shape and info.shape == (3,)
+        assert torch.isnan(X[0]).any()
+        torch.testing.assert_close(X[2], torch.linalg.inv(A[2]), rtol=2e-4, atol=2e-4 * n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_shapes(device):
+    for batch in [(), (0,), (1,), (2, 3), (0, 4), (2, 1, 3)]:
+        for n in (0, 1, 3, 18):
+            A = well_conditioned(batch, n, torch.float64, device) if n else torch.empty(*batch, 0, 0,
+                                                                                       dtype=torch.float64,
+                                                                                       device=device)
+            X, info = TL.batched_inverse_ex(A)
+            assert X.shape == A.shape and info.shape == batch
+            if A.numel():
+                torch.testing.assert_close(X, torch.linalg.inv(A))
+            assert (info == 0).all()
+    big = 20000 if device == "cpu" else 300000
+    A = well_conditioned((big,), 3, torch.float32, device)
+    torch.testing.assert_close(TL.batched_inverse(A), torch.linalg.inv(A), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_and_conj_inputs(device):
+    A = well_conditioned((4,), 9, torch.complex128, device)
+    for view in (A.mT, A[::2], A.conj(), A.mH, A[:, 1:, 1:]):
+        torch.testing.assert_close(TL.batched_inverse(view), torch.linalg.inv(view))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_inputs_leave_tensor_unchanged(device):
+    cases = [
+        (torch.ones(3, 3, dtype=torch.int64, device=device), "dtype"),
+        (torch.ones(3, 3, dtype=torch.float16, device=device), "dtype"),
+        (torch.ones(4, device=device), "at least 2 dims"),
+        (torch.ones(2, 3, 4, device=device), "square"),
+    ]
+    for t, msg in cases:
+        before = t.clone()
+        with pytest.raises(RuntimeError, match=f"batched_inverse_ex: .*{msg}"):
+            TL.batched_inverse(t)
+        with pytest.raises(RuntimeError, match=f"inverse_: .*{msg}"):
+            TL.inverse_(t)
+        assert torch.equal(t, before)
+    A = well_conditioned((4,), 5, torch.float32, device)
+    v = A.mT
+    before = v.clone()
+    with pytest.raises(RuntimeError, match="inverse_: expected a contiguous tensor"):
+        TL.inverse_(v)
+    assert torch.equal(v, before)
+    # PyTorch's conjugate fallback materializes conj views for in-place ops: the result is still right.
+    C = A.to(torch.complex64) * (1 + 1j)
+    ref = torch.linalg.inv(C.conj())
+    Cc = C.conj()
+    TL.inverse_(Cc)
+    torch.testing.assert_close(Cc, ref, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    samples = [well_conditioned((3,), 4, torch.float64, device), well_conditioned((2, 2), 17, torch.float32, device),
+               well_conditioned((), 3, torch.complex64, device)]
+    for A in samples:
+        opcheck(torch.ops.inplace.batched_inverse_ex.default, (A,), {"check_errors": False})
+        opcheck(torch.ops.inplace.batched_inverse.default, (A,))
+        opcheck(torch.ops.inplace.batched_inverse.default, (A.clone().requires_grad_(),))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph(device):
+    backend = "aot_eager" if device == "cpu" else "inductor"
+
+    @torch.compile(fullgraph=True, backend=backend)
+    def f(a):
+        x, info = torch.ops.inplace.batched_inverse_ex(a)
+        return torch.ops.inplace.batched_inverse(x) * 2, info
+
+    A = well_conditioned((5,), 6, torch.float64, device)
+    y, info = f(A)
+    torch.testing.assert_close(y, 2 * A)
+    assert (info == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck(device):
+    for dtype in (torch.float64, torch.complex128):
+        A = well_conditioned((2,), 4, dtype, device).requires_grad_()
+        assert torch.autograd.gradcheck(TL.batched_inverse, (A,))
+        assert torch.autograd.gradgradcheck(TL.batched_inverse, (A,))
+        assert torch.autograd.gradcheck(lambda a: TL.batched_inverse_ex(a)[0], (A,))
+
+        def inplace(a):
+            b = a * 1.0
+            return TL.inverse_(b)
+
+        assert torch.autograd.gradcheck(inplace, (A,))
+        assert torch.autograd.gradgradcheck(inplace, (A,))
+    A = well_conditioned((3,), 20, torch.float64, device).requires_grad_()
+    G = torch.randn_like(A)
+    (g_ours,) = torch.autograd.grad(TL.batched_inverse(A), A, G)
+    (g_ref,) = torch.autograd.grad(torch.linalg.inv(A), A, G)
+    torch.testing.assert_close(g_ours, g_ref)
+
+
+def test_inplace_on_leaf_requiring_grad_refused():
+    A = well_conditioned((2,), 3, torch.float64, "cpu").requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf"):
+        TL.inverse_(A)
+
+
+@GPU
+@needs_cuda
+def test_cuda_graph_capture():
+    A = well_conditioned((4096,), 16, torch.float32, "cuda")
+    static_in = A.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        TL.batched_inverse(static_in)  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out, static_info = TL.batched_inverse_ex(static_in)
+    B = well_conditioned((4096,), 16, torch.float32, "cuda", seed=7)
+    static_in.copy_(B)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(static_out, torch.linalg.inv(B), rtol=2e-4, atol=2e-3)
+    assert (static_info == 0).all()
+
+
+@GPU
+@needs_cuda
+def test_cuda_matches_cpu_and_current_stream():
+    for dtype in DTYPES:
+        for n in (1, 2, 3, 5, 8, 13, 16, 17, 24, 32):
+            A = well_conditioned((333,), n, dtype, "cpu", seed=n)
+            X_cpu = TL.batched_inverse(A)
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                X_gpu, info = TL.batched_inverse_ex(A.cuda())
+            s.synchronize()
+            tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+            torch.testing.assert_close(X_gpu.cpu(), X_cpu, rtol=tol, atol=tol * n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inverse_backward_op_every_n(device):
+    """inplace::_inverse_backward (fused on GPUs for n <= 32) against -X^H G X^H."""
+    for dtype in DTYPES:
+        for n in range(1, 33):
+            X = well_conditioned((37,), n, dtype, device, seed=n)
+            G = well_conditioned((37,), n, dtype, device, seed=100 + n)
+            out = torch.ops.inplace._inverse_backward(X, G)
+            ref = -(X.mH @ G @ X.mH)
+            tol = 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+            torch.testing.assert_close(out, ref, rtol=tol, atol=tol * n * ref.abs().amax().item(),
+                                       msg=lambda m: f"{dtype} n={n}: {m}")
+    with pytest.raises(RuntimeError, match="_inverse_backward: expected grad of shape"):
+        torch.ops.inplace._inverse_backward(X, G[:, :1])

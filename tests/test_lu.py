@@ -1,0 +1,196 @@
+"""lu_factor / lu_factor_ex / lu_factor_ against torch.linalg.lu_factor (CPU always, CUDA under `gpu`)."""
+import pytest
+import torch
+from torch.library import opcheck
+
+import torch_inplace.linalg as TL
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+GPU = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm device")
+DEVICES = ["cpu", pytest.param("cuda", marks=[GPU, needs_cuda])]
+
+
+def random_matrices(batch, n, dtype, device, seed=0):
+    """Gaussian matrices: pivoting is exercised at every step; well separated pivots on average."""
+    g = torch.Generator().manual_seed(seed)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    A = torch.randn(*batch, n, n, generator=g, dtype=real)
+    if dtype.is_complex:
+        A = torch.complex(A, torch.randn(*batch, n, n, generator=g, dtype=real))
+    A = A + (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
+    perm = torch.randperm(n, generator=g)
+    return A[..., perm, :].contiguous().to(device)
+
+
+def tol(dtype, n):
+    return (2e-4 * n) if dtype in (torch.float32, torch.complex64) else 1e-11 * n
+
+
+def check_factorization(A, LU, piv):
+    n = A.shape[-1]
+    assert LU.shape == A.shape and LU.dtype == A.dtype and piv.shape == A.shape[:-1] and piv.dtype == torch.int32
+    assert ((piv >= 1) & (piv <= n)).all()
+    P, L, U = torch.lu_unpack(LU, piv)
+    t = tol(A.dtype, n)
+    torch.testing.assert_close(P @ L @ U, A, rtol=t, atol=t * (A.abs().amax() if A.numel() else 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_n_matches_linalg(device, dtype):
+    batch = (29,) if device == "cpu" else (1000,)
+    for n in range(1, 33):
+        A = random_matrices(batch, n, dtype, device, seed=n)
+        LU, piv, info = TL.lu_factor_ex(A)
+        check_factorization(A, LU, piv)
+        assert info.shape == batch and info.dtype == torch.int32 and (info == 0).all()
+        # LAPACK (CPU) is the reference: torch's CUDA backends pivot complex matrices on |z| rather than on
+        # LAPACK's |re| + |im|.
+        LU_ref, piv_ref = (t.to(device) for t in torch.linalg.lu_factor(A.cpu()))
+        # Same pivots as LAPACK (ties and near-ties aside, which these inputs do not have in double precision).
+        if dtype in (torch.float64, torch.complex128):
+            assert torch.equal(piv, piv_ref), f"n={n}"
+        if torch.equal(piv, piv_ref):
+            torch.testing.assert_close(LU, LU_ref, rtol=tol(dtype, n), atol=tol(dtype, n))
+        LU2, piv2 = TL.lu_factor(A)
+        assert torch.equal(LU2, LU) and torch.equal(piv2, piv)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inplace(device, dtype):
+    for n in (1, 3, 8, 16, 19, 32, 40):
+        A = random_matrices((4, 2), n, dtype, device, seed=n)
+        B = A.clone()
+        ptr = B.data_ptr()
+        piv = TL.lu_factor_(B)
+        assert B.data_ptr() == ptr
+        LU, piv_ref = TL.lu_factor(A)
+        assert torch.equal(piv, piv_ref)
+        torch.testing.assert_close(B, LU, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_singular_sets_info(device, dtype):
+    n = 5
+    A = random_matrices((3,), n, dtype, device)
+    A[1] = 0
+    A[2, :, 2] = 0
+    LU, piv, info = TL.lu_factor_ex(A)
+    _, piv_ref, info_ref = torch.linalg.lu_factor_ex(A.cpu())
+    assert info.tolist() == info_ref.tolist() == [0, 1, 3]
+    assert torch.equal(piv.cpu(), piv_ref)
+    check_factorization(A, LU, piv)
+    with pytest.raises(RuntimeError, match="lu_factor_ex.*is zero") as ours:
+        TL.lu_factor_ex(A, check_errors=True)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.linalg.lu_factor_ex(A, check_errors=True)
+    assert type(ours.value) is type(theirs.value)
+    TL.lu_factor(A)  # no check, no error
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_inf_inputs(device):
+    for n in (1, 5, 16, 32):
+        A = random_matrices((3,), n, torch.float64, device)
+        A[0, 0, 0] = float("nan")
+        A[1, n - 1, n - 1] = float("inf")
+        LU, piv, info = TL.lu_factor_ex(A)
+        assert LU.shape == A.shape and ((piv >= 1) & (piv <= n)).all()
+        check_factorization(A[2:], LU[2:], piv[2:])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_shapes(device):
+    for batch in [(), (0,), (1,), (2, 3), (3, 0, 2)]:
+        for n in (0, 1, 4, 21):
+            A = random_matrices(batch, n, torch.float64, device)
+            LU, piv, info = TL.lu_factor_ex(A)
+            assert LU.shape == A.shape and piv.shape == (*batch, n) and info.shape == batch
+            if A.numel():
+                LU_ref, piv_ref = torch.linalg.lu_factor(A)
+                torch.testing.assert_close(LU, LU_ref)
+                assert torch.equal(piv, piv_ref)
+    big = 20000 if device == "cpu" else 300000
+    A = random_matrices((big,), 4, torch.float32, device)
+    check_factorization(A, *TL.lu_factor(A))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_inputs(device):
+    A = random_matrices((4,), 7, torch.complex128, device)
+    for view in (A.mT, A[::2], A.conj(), A.mH):
+        LU, piv = TL.lu_factor(view)
+        LU_ref, piv_ref = (t.to(device) for t in torch.linalg.lu_factor(view.cpu()))
+        torch.testing.assert_close(LU, LU_ref)
+        assert torch.equal(piv, piv_ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_inputs_leave_tensor_unchanged(device):
+    cases = [
+        (torch.ones(3, 3, dtype=torch.int32, device=device), "dtype"),
+        (torch.ones(3, 3, dtype=torch.bfloat16, device=device), "dtype"),
+        (torch.ones(5, device=device), "at least 2 dims"),
+        (torch.ones(3, 2, device=device), "square"),
+    ]
+    for t, msg in cases:
+        before = t.clone()
+        with pytest.raises(RuntimeError, match=f"lu_factor_ex: .*{msg}"):
+            TL.lu_factor(t)
+        with pytest.raises(RuntimeError, match=f"lu_factor_: .*{msg}"):
+            TL.lu_factor_(t)
+        assert torch.equal(t, before)
+    v = random_matrices((3,), 4, torch.float64, device).mT
+    before = v.clone()
+    with pytest.raises(RuntimeError, match="lu_factor_: expected a contiguous tensor"):
+        TL.lu_factor_(v)
+    assert torch.equal(v, before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    for A in (random_matrices((3,), 5, torch.float64, device), random_matrices((), 18, torch.complex64, device)):
+        opcheck(torch.ops.inplace.lu_factor_ex.default, (A,), {"check_errors": False})
+        opcheck(torch.ops.inplace.lu_factor.default, (A,))
+        opcheck(torch.ops.inplace.lu_factor_ex.default, (A.clone().requires_grad_(),))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph(device):
+    backend = "aot_eager" if device == "cpu" else "inductor"
+
+    @torch.compile(fullgraph=True, backend=backend)
+    def f(a):
+        LU, piv, info = torch.ops.inplace.lu_factor_ex(a)
+        LU2, piv2 = torch.ops.inplace.lu_factor(a)
+        return LU + LU2, piv, info
+
+    A = random_matrices((5,), 6, torch.float64, device)
+    y, piv, info = f(A)
+    LU_ref, piv_ref = torch.linalg.lu_factor(A)
+    torch.testing.assert_close(y, 2 * LU_ref)
+    assert torch.equal(piv, piv_ref) and (info == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck(device):
+    A = random_matrices((2,), 3, torch.float64, device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a: TL.lu_factor(a)[0], (A,))
+    assert torch.autograd.gradgradcheck(lambda a: TL.lu_factor(a)[0], (A,))
+
+    def inplace(a):
+        b = a * 1.0
+        TL.lu_factor_(b)
+        return b
+
+    assert torch.autograd.gradcheck(inplace, (A,))
+    Ac = random_matrices((), 3, torch.complex128, device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a: TL.lu_factor_ex(a)[0], (Ac,))
+    A = random_matrices((3,), 9, torch.float64, device).requires_grad_()
+    G = torch.randn_like(A)
+    (g_ours,) = torch.autograd.grad(TL.lu_factor(A)[0], A, G)
+    (g_ref,) = torch.autograd.grad(torch.linalg.lu_factor(A)[0], A, G)
+    torch.testing.assert_close(g_ours, g_ref)

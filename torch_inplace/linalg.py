@@ -1,0 +1,108 @@
+"""Small batched LU factorization and inversion (``torch.ops.inplace.*``), with ``torch.linalg`` semantics.
+
+All functions take ``A`` of shape ``(*, n, n)`` (any batch dims, empty batches included) and dtype float32,
+float64, complex64 or complex128, on the CPU or a CUDA/ROCm GPU. On GPUs, ``n <= 32`` runs the register
+kernels of Abdelfattah et al. (ICCS 2017): one read and one write of each matrix, the current stream, no host
+synchronization, CUDA-graph capturable. For ``n > 32`` the GPU path delegates to ``torch.linalg``
+(``linalg_lu_factor_ex`` / ``linalg_inv_ex``), which may synchronize the host.
+
+Differences from ``torch.linalg``: :func:`lu_factor` and :func:`batched_inverse` never raise for singular input
+(raising needs a host sync); use the ``_ex`` forms with ``check_errors=True`` for that. All are differentiable
+(``batched_inverse``/``inverse_``: ``-X^H G X^H``; ``lu_factor``: the same backward as
+``torch.linalg.lu_factor``), also twice.
+
+Errors: a ``RuntimeError`` naming the op for fewer than 2 dims, non-square matrices, other dtypes or (in-place
+ops) a non-contiguous tensor or one with the conj/neg bit; nothing is written then.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from . import _C  # noqa: F401  (registers torch.ops.inplace.*)
+
+__all__ = [
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_factor_",
+    "batched_inverse",
+    "batched_inverse_ex",
+    "inverse_",
+    "LUFactorResult",
+    "LUFactorExResult",
+    "InverseExResult",
+]
+
+_ops = torch.ops.inplace
+
+
+class LUFactorResult(NamedTuple):
+    LU: torch.Tensor
+    pivots: torch.Tensor
+
+
+class LUFactorExResult(NamedTuple):
+    LU: torch.Tensor
+    pivots: torch.Tensor
+    info: torch.Tensor
+
+
+class InverseExResult(NamedTuple):
+    inverse: torch.Tensor
+    info: torch.Tensor
+
+
+def lu_factor(A: torch.Tensor) -> LUFactorResult:
+    """LU factorization with partial pivoting, ``A = P L U``, as ``torch.linalg.lu_factor``.
+
+    Args:
+        A: ``(*, n, n)`` float32/float64/complex64/complex128 tensor (any strides).
+
+    Returns:
+        ``(LU, pivots)``: ``LU`` ``(*, n, n)`` of A's dtype, ``L`` (unit diagonal) below and ``U`` on and above
+        the diagonal; ``pivots`` ``(*, n)`` int32, 1-based LAPACK row interchanges.
+
+    Singular matrices are factorized without error (``U`` has a zero on the diagonal); see :func:`lu_factor_ex`.
+    """
+    return LUFactorResult(*_ops.lu_factor(A))
+
+
+def lu_factor_ex(A: torch.Tensor, *, check_errors: bool = False) -> LUFactorExResult:
+    """:func:`lu_factor` plus ``info`` ``(*)`` int32, as ``torch.linalg.lu_factor_ex``.
+
+    ``info[b] = k > 0`` when ``U[b, k-1, k-1]`` is exactly zero (the first such k), else 0. With
+    ``check_errors=True`` the call synchronizes and raises the error ``torch.linalg.lu_factor_ex`` raises when
+    any ``info`` is positive.
+    """
+    return LUFactorExResult(*_ops.lu_factor_ex(A, check_errors=check_errors))
+
+
+def lu_factor_(A: torch.Tensor) -> torch.Tensor:
+    """In-place :func:`lu_factor`: ``A`` becomes ``LU``; returns ``pivots`` ``(*, n)`` int32 (1-based).
+
+    ``A`` must be contiguous and carry no conj/neg bit. Differentiable when ``A`` is not a leaf that requires
+    grad (PyTorch's usual in-place rule).
+    """
+    return _ops.lu_factor_(A)
+
+
+def batched_inverse(A: torch.Tensor) -> torch.Tensor:
+    """Inverse of every matrix in ``A`` ``(*, n, n)``, as ``torch.linalg.inv``, without the singularity check
+    (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them)."""
+    return _ops.batched_inverse(A)
+
+
+def batched_inverse_ex(A: torch.Tensor, *, check_errors: bool = False) -> InverseExResult:
+    """:func:`batched_inverse` plus ``info`` ``(*)`` int32, as ``torch.linalg.inv_ex``: ``info[b] = k > 0`` when
+    the LU factorization of ``A[b]`` met an exactly zero pivot at step k. ``check_errors=True`` synchronizes and
+    raises ``torch.linalg.LinAlgError`` for singular input, as ``torch.linalg.inv`` does."""
+    return InverseExResult(*_ops.batched_inverse_ex(A, check_errors=check_errors))
+
+
+def inverse_(A: torch.Tensor) -> torch.Tensor:
+    """Invert every matrix of a contiguous ``A`` ``(*, n, n)`` in its own storage; returns ``A``.
+
+    No extra device memory on GPUs for ``n <= 32``. ``A`` must be contiguous and carry no conj/neg bit.
+    """
+    return _ops.inverse_(A)
