@@ -38,7 +38,7 @@ head -20 "$OUT/gpu.txt"
 
 stage build build.log $PY setup.py build_ext --inplace
 if [ $status -ne 0 ]; then exit 1; fi
-stage test pytest.log $PY -m pytest tests -q -m gpu -p no:cacheprovider --durations=15
+stage test pytest.log $PY -X faulthandler -m pytest tests -q -m gpu -p no:cacheprovider --durations=15
 if [ -f tools/sanitize.sh ]; then stage sanitize sanitize.log bash tools/sanitize.sh; fi
 bench() {
   local rc=0
