@@ -40,6 +40,25 @@ def ref_transpose(x):
     return x.mT.clone(memory_format=torch.contiguous_format)
 
 
+# ---- linear algebra ---------------------------------------------------------------------------------------------
+LINALG_DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+needs_cuda = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA/ROCm device")
+LINALG_DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, needs_cuda])]
+
+
+def well_conditioned(batch, n, dtype, device, seed=0):
+    """randn + sqrt(2n) I with rows permuted, so partial pivoting must swap rows (and is exercised at every
+    step), with well separated pivots on average."""
+    g = torch.Generator().manual_seed(seed)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    A = torch.randn(*batch, n, n, generator=g, dtype=real)
+    if dtype.is_complex:
+        A = torch.complex(A, torch.randn(*batch, n, n, generator=g, dtype=real))
+    A = A + (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
+    perm = torch.randperm(n, generator=g)
+    return A[..., perm, :].contiguous().to(device)
+
+
 def python_subprocess_env():
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(torch_inplace.__file__)))

@@ -4,23 +4,8 @@ import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
+from conftest import LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, needs_cuda, well_conditioned
 
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-GPU = pytest.mark.gpu
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm device")
-DEVICES = ["cpu", pytest.param("cuda", marks=[GPU, needs_cuda])]
-
-
-def well_conditioned(batch, n, dtype, device, seed=0):
-    """randn + sqrt(n) I with rows permuted, so partial pivoting must swap rows."""
-    g = torch.Generator().manual_seed(seed)
-    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
-    A = torch.randn(*batch, n, n, generator=g, dtype=real)
-    if dtype.is_complex:
-        A = torch.complex(A, torch.randn(*batch, n, n, generator=g, dtype=real))
-    A = A + (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
-    perm = torch.randperm(n, generator=g)
-    return A[..., perm, :].contiguous().to(device)
 
 
 def residual_ratio(A, X):
@@ -206,7 +191,7 @@ def test_inplace_on_leaf_requiring_grad_refused():
         TL.inverse_(A)
 
 
-@GPU
+@pytest.mark.gpu
 @needs_cuda
 def test_cuda_graph_capture():
     A = well_conditioned((4096,), 16, torch.float32, "cuda")
@@ -227,7 +212,7 @@ def test_cuda_graph_capture():
     assert (static_info == 0).all()
 
 
-@GPU
+@pytest.mark.gpu
 @needs_cuda
 def test_cuda_matches_cpu_and_current_stream():
     for dtype in DTYPES:

@@ -4,23 +4,8 @@ import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
+from conftest import LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, needs_cuda, well_conditioned as random_matrices
 
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-GPU = pytest.mark.gpu
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm device")
-DEVICES = ["cpu", pytest.param("cuda", marks=[GPU, needs_cuda])]
-
-
-def random_matrices(batch, n, dtype, device, seed=0):
-    """Gaussian matrices: pivoting is exercised at every step; well separated pivots on average."""
-    g = torch.Generator().manual_seed(seed)
-    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
-    A = torch.randn(*batch, n, n, generator=g, dtype=real)
-    if dtype.is_complex:
-        A = torch.complex(A, torch.randn(*batch, n, n, generator=g, dtype=real))
-    A = A + (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
-    perm = torch.randperm(n, generator=g)
-    return A[..., perm, :].contiguous().to(device)
 
 
 def tol(dtype, n):

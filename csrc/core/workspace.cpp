@@ -47,8 +47,9 @@ at::Tensor allocate_workspace(int64_t bytes, c10::Device device, const char* op)
   TORCH_CHECK(limit < 0 || bytes <= limit, op, ": needs ", bytes, " bytes of workspace, over the limit of ", limit,
               " bytes set by torch_inplace.workspace_limit");
   record_workspace(bytes);
+  if (bytes == 0) return at::Tensor();
   // at::empty goes through the device's allocator: the caching allocator on the current stream for GPUs.
-  return at::empty({std::max<int64_t>(bytes, 1)}, at::TensorOptions().dtype(at::kByte).device(device));
+  return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
 }
 
 }  // namespace torch_inplace

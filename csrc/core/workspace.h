@@ -26,7 +26,13 @@ void reset_workspace_stats();
 void record_workspace(int64_t bytes);
 
 // Allocates `bytes` of scratch (a uint8 tensor, at least 64-byte aligned) on `device`, after checking the
-// limit; records the call. `op` names the caller in the error.
+// limit, and records the call; for 0 bytes it records and returns an undefined tensor. `op` names the caller in
+// the error.
 at::Tensor allocate_workspace(int64_t bytes, c10::Device device, const char* op);
+
+// The scratch pointer of allocate_workspace's result (nullptr for none).
+inline uint8_t* workspace_ptr(const at::Tensor& scratch) {
+  return scratch.defined() ? static_cast<uint8_t*>(scratch.data_ptr()) : nullptr;
+}
 
 }  // namespace torch_inplace

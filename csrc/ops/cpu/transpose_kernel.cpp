@@ -422,14 +422,8 @@ void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
     record_workspace(0);
     return;
   }
-  at::Tensor scratch;
-  uint8_t* scratch_ptr = nullptr;
-  if (pl.scratch_bytes > 0) {
-    scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
-    scratch_ptr = scratch.data_ptr<uint8_t>();
-  } else {
-    record_workspace(0);
-  }
+  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+  uint8_t* scratch_ptr = workspace_ptr(scratch);
   auto* data = static_cast<uint8_t*>(self.data_ptr());
   switch (problem.esize) {
     case 1: return run_plan<ElemOf<1>::type>(pl, data, scratch_ptr);

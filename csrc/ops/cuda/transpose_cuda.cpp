@@ -52,14 +52,8 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
     return;
   }
   const plan::DeviceCaps caps = device_caps(self.device());
-  at::Tensor scratch;
-  uint8_t* scratch_ptr = nullptr;
-  if (pl.scratch_bytes > 0) {
-    scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
-    scratch_ptr = scratch.data_ptr<uint8_t>();
-  } else {
-    record_workspace(0);
-  }
+  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+  uint8_t* scratch_ptr = workspace_ptr(scratch);
   gpu::LaunchPlan lp;
   lp.algo = static_cast<int>(pl.algo);
   lp.r2c = pl.variant == 1;
