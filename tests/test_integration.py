@@ -186,31 +186,36 @@ def test_export():
 # ---- TorchScript ------------------------------------------------------------------------------------------------
 
 
-@torch.jit.script
-def _scripted(x: torch.Tensor) -> torch.Tensor:
-    y = x * 2
-    torch.ops.inplace.transpose_(y)
-    return torch.ops.inplace.aos_to_soa_(y.contiguous())
+class _Scripted(torch.nn.Module):
+    def forward(self, x: torch.Tensor, a: torch.Tensor):
+        y = x * 2
+        torch.ops.inplace.transpose_(y)
+        z = torch.ops.inplace.aos_to_soa_(y.contiguous())
+        return z, torch.ops.inplace.batched_inverse(a)
 
 
 def test_torchscript_save_and_load_in_fresh_process(tmp_path):
+    scripted = torch.jit.script(_Scripted())
     x = torch.randn(6, 10)
-    want = _scripted(x)
-    torch.testing.assert_close(want, (x * 2).mT.contiguous().mT.contiguous())
+    a = torch.randn(3, 5, 5, dtype=torch.float64) + 5 * torch.eye(5, dtype=torch.float64)
+    want = scripted(x, a)
+    torch.testing.assert_close(want[0], (x * 2).mT.contiguous().mT.contiguous())
+    torch.testing.assert_close(want[1], torch.linalg.inv(a))
     path = tmp_path / "scripted.pt"
-    _scripted.save(str(path))
-    torch.save({"x": x, "want": want}, tmp_path / "io.pt")
+    scripted.save(str(path))
+    torch.save({"x": x, "a": a, "want": list(want)}, tmp_path / "io.pt")
     code = textwrap.dedent(f"""
         import torch, torch_inplace
         m = torch.jit.load({str(path)!r})
         io = torch.load({str(tmp_path / 'io.pt')!r})
-        got = m(io["x"])
-        torch.testing.assert_close(got, io["want"], rtol=0, atol=0)
-        print("fresh process OK", tuple(got.shape))
+        got = m(io["x"], io["a"])
+        for g, w in zip(got, io["want"]):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+        print("fresh process OK", tuple(got[0].shape))
     """)
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=python_subprocess_env(), timeout=300)
     assert out.returncode == 0, out.stderr
-    assert f"fresh process OK {tuple(want.shape)}" in out.stdout
+    assert f"fresh process OK {tuple(want[0].shape)}" in out.stdout
 
 
 # ---- CUDA graphs --------------------------------------------------------------------------------------------------
