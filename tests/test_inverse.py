@@ -147,6 +147,26 @@ def test_opcheck(device):
         opcheck(torch.ops.inplace.batched_inverse_ex.default, (A,), {"check_errors": False})
         opcheck(torch.ops.inplace.batched_inverse.default, (A,))
         opcheck(torch.ops.inplace.batched_inverse.default, (A.clone().requires_grad_(),))
+        opcheck(torch.ops.inplace.inverse_.default, (A.clone(),))
+        opcheck(torch.ops.inplace.inverse_.default, (A.clone().requires_grad_() * 1,))
+        opcheck(torch.ops.inplace._inverse_data_.default, (A.clone(),))
+        X = torch.linalg.inv(A)
+        opcheck(torch.ops.inplace._inverse_backward.default, (X, torch.randn_like(X)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["inverse_", "lu_factor_"])
+def test_inplace_on_a_leaf_is_refused_before_writing(op, device):
+    A = well_conditioned((2,), 5, torch.float64, device).requires_grad_()
+    before = A.detach().clone()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        getattr(torch.ops.inplace, op)(A)
+    assert torch.equal(A.detach(), before)
+    B = well_conditioned((2,), 5, torch.float64, device).requires_grad_().view(2, 5, 5)  # a view of a leaf
+    before = B.detach().clone()
+    with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
+        getattr(torch.ops.inplace, op)(B)
+    assert torch.equal(B.detach(), before)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -141,6 +141,8 @@ def test_opcheck(device):
         opcheck(torch.ops.inplace.lu_factor_ex.default, (A,), {"check_errors": False})
         opcheck(torch.ops.inplace.lu_factor.default, (A,))
         opcheck(torch.ops.inplace.lu_factor_ex.default, (A.clone().requires_grad_(),))
+        opcheck(torch.ops.inplace.lu_factor_.default, (A.clone(),))
+        opcheck(torch.ops.inplace.lu_factor_.default, (A.clone().requires_grad_() * 1,))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -1,6 +1,7 @@
 #include "core/checks.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -127,6 +128,16 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
               users - expected,
               " other tensor(s) (a view or alias of it, or a tensor saved for backward); transposing in place "
               "would silently change them (call .clone() first)");
+}
+
+void check_inplace_autograd(const at::Tensor& self) {
+  if (!at::GradMode::is_enabled() || !self.requires_grad()) return;
+  TORCH_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
+  if (self.is_view()) {
+    const at::TensorBase& base = self._base();
+    TORCH_CHECK(!(base.is_leaf() && base.requires_grad()),
+                "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  }
 }
 
 plan::Problem transpose_problem(const at::Tensor& self) {

@@ -22,6 +22,10 @@ enum class CheckLevel {
 // Throws (TORCH_CHECK, naming `op`) unless `self` passes `level`; everything is checked before a byte moves.
 void check_transposable(const at::Tensor& self, const char* op, CheckLevel level);
 
+// PyTorch's own refusals for an in-place op under autograd (a leaf that requires grad, or a view of one), made
+// before any byte moves: torch::autograd::Function's mark_dirty would only raise after the kernel ran.
+void check_inplace_autograd(const at::Tensor& self);
+
 // Bytes of storage past the tensor's elements that belong to it (slack from empty_transposable), else 0.
 int64_t storage_slack_bytes(const at::Tensor& self);
 

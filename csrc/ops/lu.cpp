@@ -111,6 +111,17 @@ at::Tensor batched_inverse_composite(const at::Tensor& A) {
   return std::get<0>(torch_inplace::batched_inverse_ex(A, /*check_errors=*/false));
 }
 
+// inverse_ = the data-only _inverse_data_ (which backends, Meta and autograd implement) returning its input.
+at::Tensor& inverse__composite(at::Tensor& A) {
+  // conj/neg views are left to PyTorch's math-bit fallbacks on _inverse_data_, which materialize them.
+  lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_inverse_data_", "")
+                       .typed<void(at::Tensor&)>();
+  op.call(A);
+  return A;
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A) {
@@ -162,6 +173,8 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("batched_inverse_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)");
   m.def("batched_inverse(Tensor A) -> Tensor");
   m.def("inverse_(Tensor(a!) A) -> Tensor(a!)");
+  // The data-only form inverse_ runs through (custom ops may not return an alias of an input under the compiler).
+  m.def("_inverse_data_(Tensor(a!) A) -> ()");
   m.def("_inverse_backward(Tensor X, Tensor grad) -> Tensor");
   m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1) -> int", &small_lu_tuning_op);
 }
@@ -169,6 +182,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("lu_factor", &lu_factor_composite);
   m.impl("batched_inverse", &batched_inverse_composite);
+  m.impl("inverse_", &inverse__composite);
 }
 
 }  // namespace torch_inplace

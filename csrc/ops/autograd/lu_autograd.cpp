@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "core/checks.h"
 #include "ops/lu_common.h"
 
 namespace torch_inplace {
@@ -61,8 +62,8 @@ class InverseInplace : public torch::autograd::Function<InverseInplace> {
  public:
   static variable_list forward(AutogradContext* ctx, at::Tensor A) {
     static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("inplace::inverse_", "")
-                         .typed<at::Tensor&(at::Tensor&)>();
+                         .findSchemaOrThrow("inplace::_inverse_data_", "")
+                         .typed<void(at::Tensor&)>();
     {
       at::AutoDispatchBelowADInplaceOrView guard;
       op.call(A);
@@ -127,10 +128,10 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor&
   return {r[0], r[1]};
 }
 
-at::Tensor& inverse__autograd(at::Tensor& A) {
+void inverse_data_autograd(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
+  check_inplace_autograd(A);
   InverseInplace::apply(A);
-  return A;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
@@ -141,6 +142,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::T
 
 at::Tensor lu_factor__autograd(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
+  check_inplace_autograd(A);
   return LuFactorInplace::apply(A)[1];
 }
 
@@ -148,7 +150,7 @@ at::Tensor lu_factor__autograd(at::Tensor& A) {
 
 TORCH_LIBRARY_IMPL(inplace, Autograd, m) {
   m.impl("batched_inverse_ex", &batched_inverse_ex_autograd);
-  m.impl("inverse_", &inverse__autograd);
+  m.impl("_inverse_data_", &inverse_data_autograd);
   m.impl("lu_factor_ex", &lu_factor_ex_autograd);
   m.impl("lu_factor_", &lu_factor__autograd);
 }

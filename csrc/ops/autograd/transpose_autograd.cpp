@@ -9,6 +9,8 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "core/checks.h"
+
 namespace torch_inplace {
 namespace {
 
@@ -39,16 +41,7 @@ class TransposeData : public torch::autograd::Function<TransposeData> {
 };
 
 void transpose_data_autograd(at::Tensor& self, c10::string_view algorithm) {
-  // PyTorch's own in-place checks, made before any byte moves (mark_dirty would only raise after the kernel
-  // ran, leaving the refused tensor permuted).
-  if (at::GradMode::is_enabled() && self.requires_grad()) {
-    TORCH_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
-    if (self.is_view()) {
-      const at::TensorBase& base = self._base();
-      TORCH_CHECK(!(base.is_leaf() && base.requires_grad()),
-                  "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-    }
-  }
+  check_inplace_autograd(self);
   TransposeData::apply(self, std::string(algorithm));
 }
 

@@ -160,11 +160,10 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cpu(const at::Tensor& A, b
   return {X, info};
 }
 
-at::Tensor& inverse__cpu(at::Tensor& A) {
+void inverse_data_cpu(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true);
   at::Tensor info = new_info(A);
   inverse_inplace_cpu(A, info);
-  return A;
 }
 
 at::Tensor inverse_backward_cpu(const at::Tensor& X, const at::Tensor& grad) {
@@ -179,7 +178,7 @@ TORCH_LIBRARY_IMPL(inplace, CPU, m) {
   m.impl("lu_factor_ex", &lu_factor_ex_cpu);
   m.impl("lu_factor_", &lu_factor__cpu);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cpu);
-  m.impl("inverse_", &inverse__cpu);
+  m.impl("_inverse_data_", &inverse_data_cpu);
 }
 
 }  // namespace torch_inplace

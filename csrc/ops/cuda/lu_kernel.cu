@@ -180,16 +180,15 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   return {X, info};
 }
 
-at::Tensor& inverse__cuda(at::Tensor& A) {
+void inverse_data_cuda(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
   if (A.size(-1) > kMaxSmallN) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));
-    return A;
+    return;
   }
   at::Tensor info = new_info(A);
   small_inverse(A, A, info);
-  return A;
 }
 
 // grad_A = -X^H G X^H: the fused kernel for n <= 32 where two rows fit in registers, else two GEMMs.
@@ -221,7 +220,7 @@ TORCH_LIBRARY_IMPL(inplace, CUDA, m) {
   m.impl("lu_factor_ex", &lu_factor_ex_cuda);
   m.impl("lu_factor_", &lu_factor__cuda);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cuda);
-  m.impl("inverse_", &inverse__cuda);
+  m.impl("_inverse_data_", &inverse_data_cuda);
 }
 
 }  // namespace torch_inplace
