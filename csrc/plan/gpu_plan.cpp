@@ -121,11 +121,13 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
 
 
 // Skinny by sequence 2.1 with a Karlsson cut (kernels/transpose/skinny.cuh). k: the super-element, k*esize a
-// multiple of 16 bytes in [256, 1024] (every 100! move is whole 128-byte lines) whose k x F tile fits 64 KiB of
+// multiple of 16 bytes in [256, 2048] (every 100! move is whole 128-byte lines) whose k x F tile fits 96 KiB of
 // shared memory; among the divisors of N the one closest to kSkinnySuperBytes, else kSkinnySuperBytes itself
 // and the N mod k remainder rows are cut (one more pass over the tensor: the rows' in-place shift).
 // TORCH_INPLACE_GPU_SKINNY_BYTES overrides the target, TORCH_INPLACE_GPU_SKINNY=cut skips the divisor search.
-constexpr int64_t kSkinnySuperBytes = 512;
+constexpr int64_t kSkinnySuperBytes = 1024;
+constexpr int64_t kSkinnyMaxSuperBytes = 2048;  // kernels::kSuperMaxBytes
+constexpr int64_t kSkinnyTileBytes = 96 * 1024;  // one k x F tile (padded) in a block's shared memory
 constexpr int64_t kSkinnyGroupBytes = 32 * 1024;  // shared memory per tile block (several short tiles)
 constexpr int64_t kSkinnyShiftChunkBytes = 64 * 256;  // ordered_shift_kernel: 64 bytes x 256 threads
 
@@ -136,14 +138,14 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   plan.problem = p;
   plan.variant = 2;
   const int64_t N = std::max(p.rows, p.cols), F = std::min(p.rows, p.cols), es = p.esize;
-  const int64_t target_bytes =
-      std::min<int64_t>(1024, std::max<int64_t>(256, env_int("TORCH_INPLACE_GPU_SKINNY_BYTES", kSkinnySuperBytes)));
+  const int64_t target_bytes = std::min<int64_t>(
+      kSkinnyMaxSuperBytes, std::max<int64_t>(256, env_int("TORCH_INPLACE_GPU_SKINNY_BYTES", kSkinnySuperBytes)));
   const int64_t step = std::max<int64_t>(1, 16 / es);
-  auto fits = [&](int64_t k) { return k * es % 16 == 0 && (F + 1) * (k + 1) * es <= 64 * 1024; };
+  auto fits = [&](int64_t k) { return k * es % 16 == 0 && (F + 1) * (k + 1) * es <= kSkinnyTileBytes; };
   int64_t k = 0;
   double best = 1e30;
   if (!env_is("TORCH_INPLACE_GPU_SKINNY", "cut")) {
-    for (int64_t d = 256 / es; d * es <= 1024; d += step) {
+    for (int64_t d = 256 / es; d * es <= kSkinnyMaxSuperBytes; d += step) {
       if (N % d != 0 || !fits(d)) continue;
       const double score = std::abs(std::log2(static_cast<double>(d * es) / static_cast<double>(target_bytes)));
       if (score < best) best = score, k = d;

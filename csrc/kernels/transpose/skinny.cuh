@@ -93,18 +93,20 @@ constexpr int kCycleThreads = 256;
 //
 // Protocol (bit x set = "the original content of x has been taken by some warp, which will carry it on"):
 //   start at s:  read A[s]; fence; test-and-set bit s. Already set: drop the read and stop. Else carry A[s].
-//   step to y:   fence; test-and-set bit y; fence. Was clear: read A[y], write the carried value to y, carry
-//                A[y] on. Was set: write the carried value to y and stop.
+//   step to y:   read A[y] and test-and-set bit y together. Was clear: write the carried value to y, carry the
+//                value read on. Was set: fence, write the carried value to y and stop.
 // Every original is taken exactly once (the first test-and-set of its bit), so each position has exactly one
-// writer: the warp that holds its predecessor's original. That write never destroys an untaken original: a
-// writer that took y itself read y first; a writer that found y taken did so after the taker's test-and-set,
-// which the taker issued after its own read of y (read -> fence -> atomic -> atomic -> fence -> write). A start
-// read that sees a value already written to s is dropped because its test-and-set comes after the writer's.
-// Stale L1 lines can only return originals (each position is written once, after every valid read of it).
-// Every position gets a start, so every cycle is moved; no warp ever waits for another.
+// writer: the warp that holds its predecessor's original. Hence a warp that takes y is y's only writer and its
+// read of y (even issued before the test-and-set) returns the original. A writer that finds y taken writes
+// after its fence, after the taker's test-and-set, which the taker issued after its fence and its own read of y
+// (read -> fence -> atomic -> atomic -> fence -> write). A start read that sees a value already written to s
+// is dropped: that write follows the writer's test-and-set of s, which precedes the start's own. Stale L1
+// lines can only return originals (each position is written once, after every valid read of it). Every
+// position gets a start, so every cycle is moved; no warp ever waits for another.
 template <typename U, int RPL>
 __global__ void __launch_bounds__(kCycleThreads)
-    super_cycles_kernel(U* __restrict__ base, int64_t batch, int64_t P, int64_t Q, int W, unsigned* flags) {
+    super_cycles_kernel(U* __restrict__ base, int64_t batch, int64_t P, int64_t Q, int W, unsigned* flags,
+                        DivMod<uint64_t> dm_L, DivMod<uint64_t> dm_Q) {
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int64_t warps_per_block = blockDim.x / kWarpSize;
   const int64_t gw = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize;
@@ -128,30 +130,34 @@ __global__ void __launch_bounds__(kCycleThreads)
     if (lane == 0) old = atomicOr(flags + (s >> 5), 1u << (s & 31)) & (1u << (s & 31));
     old = shfl(old, 0);
     if (old) continue;
-    int64_t cur = s;
+    uint64_t cur = static_cast<uint64_t>(s);
     while (true) {
-      const int64_t b = cur / L, p = cur - b * L;
-      const int64_t a = p / Q, c = p - a * Q;
-      const int64_t y = b * L + c * P + a;
+      uint64_t p, c;
+      const uint64_t b = dm_L.div(cur, &p);
+      const uint64_t a = dm_Q.div(p, &c);
+      const uint64_t y = b * static_cast<uint64_t>(L) + c * static_cast<uint64_t>(P) + a;
       U* dst = base + y * W;
-      __threadfence();
-      TI_SYNCWARP();
+      U t[RPL];
+#pragma unroll
+      for (int q = 0; q < RPL; ++q) {
+        const int u = lane + q * kWarpSize;
+        if (u < W) t[q] = dst[u];
+      }
       unsigned taken = 0;
       if (lane == 0) taken = atomicOr(flags + (y >> 5), 1u << (y & 31)) & (1u << (y & 31));
       taken = shfl(taken, 0);
-      __threadfence();
       if (!taken) {
 #pragma unroll
         for (int q = 0; q < RPL; ++q) {
           const int u = lane + q * kWarpSize;
           if (u < W) {
-            const U t = dst[u];
             dst[u] = v[q];
-            v[q] = t;
+            v[q] = t[q];
           }
         }
         cur = y;
       } else {
+        __threadfence();
 #pragma unroll
         for (int q = 0; q < RPL; ++q) {
           const int u = lane + q * kWarpSize;
@@ -247,7 +253,7 @@ __global__ void remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, i
 }
 
 // Units per lane for super-elements of at most kSuperMaxBytes bytes.
-constexpr int kSuperMaxBytes = 1024;
+constexpr int kSuperMaxBytes = 2048;
 template <typename U>
 constexpr int super_rpl() {
   return (kSuperMaxBytes / static_cast<int>(sizeof(U)) + kWarpSize - 1) / kWarpSize;
@@ -267,7 +273,8 @@ namespace kernels {
 #define TI_INST_SKINNY(T)                                                                                          \
   template __global__ void group_tiles_kernel<T>(T*, int64_t, uint32_t, uint32_t, uint32_t, uint32_t,             \
                                                  DivMod<uint32_t>, DivMod<uint32_t>, DivMod<uint32_t>);           \
-  template __global__ void super_cycles_kernel<T, super_rpl<T>()>(T*, int64_t, int64_t, int64_t, int, unsigned*); \
+  template __global__ void super_cycles_kernel<T, super_rpl<T>()>(T*, int64_t, int64_t, int64_t, int, unsigned*,  \
+                                                                  DivMod<uint64_t>, DivMod<uint64_t>);           \
   template __global__ void ordered_shift_kernel<T, shift_elems<T>(), true>(T*, int64_t, int64_t, int64_t,          \
                                                                          unsigned*, int64_t);                    \
   template __global__ void ordered_shift_kernel<T, shift_elems<T>(), false>(T*, int64_t, int64_t, int64_t,         \
@@ -279,8 +286,13 @@ TI_INST_SKINNY(uint16_t)
 TI_INST_SKINNY(uint32_t)
 TI_INST_SKINNY(uint64_t)
 TI_INST_SKINNY(Bytes16)
-template __global__ void super_cycles_kernel<uint4, super_rpl<uint4>()>(uint4*, int64_t, int64_t, int64_t, int,
-                                                                        unsigned*);
+template __global__ void super_cycles_kernel<uint4, 1>(uint4*, int64_t, int64_t, int64_t, int, unsigned*,
+                                                        DivMod<uint64_t>, DivMod<uint64_t>);
+template __global__ void super_cycles_kernel<uint4, 2>(uint4*, int64_t, int64_t, int64_t, int, unsigned*,
+                                                        DivMod<uint64_t>, DivMod<uint64_t>);
+template __global__ void super_cycles_kernel<uint4, 4>(uint4*, int64_t, int64_t, int64_t, int,
+                                                                        unsigned*, DivMod<uint64_t>,
+                                                                        DivMod<uint64_t>);
 #undef TI_INST_SKINNY
 }  // namespace kernels
 }  // namespace torch_inplace

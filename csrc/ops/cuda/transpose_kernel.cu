@@ -289,13 +289,16 @@ struct Engine {
     return cudaSuccess;
   }
 
-  template <typename V>
+  template <typename V, int rpl = super_rpl<V>()>
   cudaError_t super_cycles_as(V* A, int64_t nb, int64_t P, int64_t Q, int64_t W, unsigned* bits) {
-    constexpr int rpl = super_rpl<V>();
     if (W > int64_t{rpl} * kWarpSize) return cudaErrorInvalidValue;
     auto k = super_cycles_kernel<V, rpl>;
-    const int grid = caps.num_sms * (2048 / kCycleThreads);
-    k<<<grid, kCycleThreads, 0, stream>>>(A, nb, P, Q, static_cast<int>(W), bits);
+    const int64_t warps = kCycleThreads / kWarpSize;
+    const int grid = static_cast<int>(std::min<int64_t>(int64_t{caps.num_sms} * (2048 / kCycleThreads),
+                                                        (nb * P * Q + warps - 1) / warps));
+    k<<<grid, kCycleThreads, 0, stream>>>(A, nb, P, Q, static_cast<int>(W), bits,
+                                          DivMod<uint64_t>(static_cast<uint64_t>(P * Q)),
+                                          DivMod<uint64_t>(static_cast<uint64_t>(Q)));
     TI_LAUNCH_CHECK();
     return cudaSuccess;
   }
@@ -306,6 +309,9 @@ struct Engine {
     const int64_t bytes = k * static_cast<int64_t>(sizeof(T));
     TI_CHECK(cudaMemsetAsync(bits, 0, static_cast<size_t>((nb * P * Q + 31) / 32 * 4), stream));
     if (bytes % 16 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0) {
+      // Fewest registers per lane that hold a super-element (occupancy: more chains in flight).
+      if (bytes / 16 <= kWarpSize) return super_cycles_as<uint4, 1>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
+      if (bytes / 16 <= 2 * kWarpSize) return super_cycles_as<uint4, 2>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
       return super_cycles_as(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
     }
     return super_cycles_as(A, nb, P, Q, k, bits);
