@@ -292,7 +292,8 @@ def test_skinny_every_field_count(esize):
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="cut"), dict(TORCH_INPLACE_GPU_SKINNY_BYTES="256"),
-                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="1024")])
+                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="2048"),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0")])
 def test_skinny_batched_and_knobs(knobs):
     rng = random.Random(7)
     with env(**knobs):

@@ -92,6 +92,7 @@ struct Plan {
     // bits at sk_bits_off, the r x F remainder at sk_rem_off, the cut's chunk flags + ticket at sk_chunk_off.
     // sk_group_bytes: shared memory a tile block aims at (several short tiles per block).
     int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
+    int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

@@ -86,6 +86,74 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
 }
 
+// The same with 16-byte global accesses (V = uint4 holding VEC = 16 / sizeof(T) elements): for 1/2/4/8-byte
+// elements when each group's bytes and the base are 16-byte aligned (R*C*sizeof(T) % 16 == 0). Same staging.
+template <typename T, typename V>
+__global__ void __launch_bounds__(kGroupThreads)
+    group_tiles_vec_kernel(T* __restrict__ base, int64_t tiles, uint32_t G, uint32_t R, uint32_t C, uint32_t S,
+                           DivMod<uint32_t> dm_tile, DivMod<uint32_t> dm_c, DivMod<uint32_t> dm_r) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  constexpr int VEC = static_cast<int>(sizeof(V) / sizeof(T));
+  constexpr int K = 4;
+  union Pack {
+    V v;
+    T e[VEC];
+  };
+  const uint32_t rc = R * C;
+  const int64_t groups = (tiles + G - 1) / G;
+  for (int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+    const int64_t t0 = grp * G;
+    const uint32_t ng = static_cast<uint32_t>(tiles - t0 < G ? tiles - t0 : G);
+    const uint32_t total_v = ng * rc / VEC;
+    V* g = reinterpret_cast<V*>(base + t0 * static_cast<int64_t>(rc));
+    for (uint32_t w0 = threadIdx.x; w0 < total_v; w0 += blockDim.x * K) {
+      Pack pk[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) pk[s].v = g[w];
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) {
+#pragma unroll
+          for (int q = 0; q < VEC; ++q) {
+            uint32_t o, j;
+            const uint32_t tg = dm_tile.div(w * VEC + q, &o);
+            const uint32_t i = dm_c.div(o, &j);
+            sm[tg * R * S + i * S + j] = pk[s].e[q];
+          }
+        }
+      }
+    }
+    __syncthreads();
+    for (uint32_t w0 = threadIdx.x; w0 < total_v; w0 += blockDim.x * K) {
+      Pack pk[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) {
+#pragma unroll
+          for (int q = 0; q < VEC; ++q) {
+            uint32_t o, i;
+            const uint32_t tg = dm_tile.div(w * VEC + q, &o);
+            const uint32_t j = dm_r.div(o, &i);  // output (j, i) of the C x R result
+            pk[s].e[q] = sm[tg * R * S + i * S + j];
+          }
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) g[w] = pk[s].v;
+      }
+    }
+    __syncthreads();
+  }
+}
+
 constexpr int kCycleThreads = 256;
 
 // 100!: batch x (P, Q) super-elements of W units of U -> batch x (Q, P); position p = a*Q + b moves to
@@ -281,6 +349,14 @@ namespace kernels {
                                                                           unsigned*, int64_t);                   \
   template __global__ void remainder_tails_kernel<T, true>(T*, T*, int64_t, int64_t, int64_t, int64_t);            \
   template __global__ void remainder_tails_kernel<T, false>(T*, T*, int64_t, int64_t, int64_t, int64_t);
+#define TI_INST_TILES_VEC(T)                                                                                   \
+  template __global__ void group_tiles_vec_kernel<T, uint4>(T*, int64_t, uint32_t, uint32_t, uint32_t, uint32_t, \
+                                                            DivMod<uint32_t>, DivMod<uint32_t>, DivMod<uint32_t>);
+TI_INST_TILES_VEC(uint8_t)
+TI_INST_TILES_VEC(uint16_t)
+TI_INST_TILES_VEC(uint32_t)
+TI_INST_TILES_VEC(uint64_t)
+#undef TI_INST_TILES_VEC
 TI_INST_SKINNY(uint8_t)
 TI_INST_SKINNY(uint16_t)
 TI_INST_SKINNY(uint32_t)

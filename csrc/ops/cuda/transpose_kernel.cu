@@ -277,6 +277,11 @@ struct Engine {
     const int64_t G = std::max<int64_t>(1, std::min<int64_t>(tiles, pl.steps.sk_group_bytes / tile_bytes));
     const int64_t smem = G * tile_bytes;
     auto k = group_tiles_kernel<T>;
+    // 16-byte global accesses where the element type is narrower and every group starts 16-byte aligned.
+    if (sizeof(T) < 16 && pl.steps.sk_tile_vec && (R * C * static_cast<int64_t>(sizeof(T))) % 16 == 0 &&
+        reinterpret_cast<uintptr_t>(A) % 16 == 0) {
+      k = group_tiles_vec_kernel<T, uint4>;
+    }
     TI_CHECK(allow_smem(k, smem));
     const int64_t groups = (tiles + G - 1) / G;
     const int grid = static_cast<int>(std::min<int64_t>(groups, int64_t{caps.num_sms} * 16));
