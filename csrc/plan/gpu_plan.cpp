@@ -2,7 +2,9 @@
 //
 // Candidates, best first:
 //   square  (rows == cols)      tile-pair swaps, one pass, no scratch;
-//   skinny  (short side 2..64)  Catanzaro with the short side as the shuffled row (on chip);
+//   skinny  (short side 2..64)  sequence 2.1 (k x F tiles on chip, then k-element super-elements by cycle
+//                               following) with a Karlsson cut of the N mod k rows (plan_skinny21);
+//                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first; the other direction as a fallback.
 // Each Catanzaro plan picks its column-step engine (one pass through a cluster's distributed shared memory when
