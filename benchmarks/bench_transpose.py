@@ -142,7 +142,7 @@ def summarize(rows, key="ratio"):
                 all_extra_ok=all(r["extra_ok"] for r in rows))
 
 
-def plots(results, outdir, copy_gbs):
+def plots(results, outdir, copy_gbs, suffix=""):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -168,7 +168,7 @@ def plots(results, outdir, copy_gbs):
         ax.legend(fontsize=7)
     fig.suptitle(f"{torch.cuda.get_device_name()}: in-place transpose throughput (copy {copy_gbs:.0f} GB/s)")
     fig.tight_layout()
-    p = os.path.join(outdir, "bench_transpose.png")
+    p = os.path.join(outdir, "bench_transpose" + suffix + ".png")
     fig.savefig(p, dpi=90)
     made.append(p)
     return made
@@ -184,7 +184,8 @@ def main():
     ap.add_argument("--skinny", type=int, default=24)
     ap.add_argument("--primes", type=int, default=24)
     ap.add_argument("--no-largest", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated groups to run (e.g. skinny_fp32,prime_fp64)")
+    ap.add_argument("--only", default="", help="comma-separated groups or group prefixes to run (e.g. skinny, "
+                    "skinny_fp32,prime_fp64)")
     args = ap.parse_args()
     reps = max(5, args.reps)
     name = torch.cuda.get_device_name().replace(" ", "_")
@@ -212,7 +213,7 @@ def main():
     only = set(filter(None, args.only.split(",")))
 
     def run(key, shapes, esize, direction=None):
-        if only and key not in only:
+        if only and not any(key == o or key.startswith(o + "_") for o in only):
             return
         rows = results.setdefault(key, [])
         for s in shapes:
@@ -248,7 +249,7 @@ def main():
     path = os.path.join(outdir, "bench_transpose" + suffix + ".json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
-    print("wrote", path, *plots(results, outdir, copy_gbs), flush=True)
+    print("wrote", path, *plots(results, outdir, copy_gbs, suffix), flush=True)
 
 
 if __name__ == "__main__":

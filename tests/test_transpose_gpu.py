@@ -141,7 +141,8 @@ def test_engines(knobs, esize):
                 check(shape, esize, algorithm)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="plain")])
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="plain"),
+                                   dict(TORCH_INPLACE_GPU_SKINNY="catanzaro"), dict(TORCH_INPLACE_GPU_SKINNY="cut")])
 def test_aos_soa_roundtrip(knobs):
     with env(**knobs):
         _aos_soa_roundtrip()
@@ -241,7 +242,8 @@ def test_unimplemented_algorithms_raise_cleanly():
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global")])
-@pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129)])
+@pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
+                                   (3, 4096, 33), (2, 33, 5001)])
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)
@@ -260,3 +262,64 @@ def test_cuda_graph(knobs, shape):
             g.replay()
             want = src.mT.contiguous()
             assert same_bytes(x.view(want.shape), want)
+
+
+# ---- skinny path: sequence 2.1 (tiles + super-element cycles) with the Karlsson cut (gpu_plan.cpp) ----------
+
+
+def _aos_soa_check(shape, esize):
+    x = rand_tensor(shape, esize)
+    orig = x.clone()
+    torch_inplace.aos_to_soa_(x)
+    assert x.shape == orig.mT.shape and same_bytes(x, orig.mT), (shape, esize)
+    torch_inplace.soa_to_aos_(x)
+    assert x.shape == orig.shape and same_bytes(x, orig), (shape, esize)
+    # and the SoA -> AoS direction from a fresh SoA tensor
+    y = rand_tensor(orig.mT.shape, esize)
+    want = y.mT.clone(memory_format=torch.contiguous_format)
+    torch_inplace.soa_to_aos_(y)
+    assert same_bytes(y, want), (tuple(orig.mT.shape), esize)
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_skinny_every_field_count(esize):
+    # Every F in 2..64; N divisible by the planner's k (4096 * 3), not divisible, prime, and below one tile.
+    for f in range(2, 65):
+        for n in (12288, 12288 + 5 * f + 1, 10007, 131 + f, 7):
+            if n <= f:
+                continue
+            _aos_soa_check((n, f), esize)
+
+
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="cut"), dict(TORCH_INPLACE_GPU_SKINNY_BYTES="256"),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="2048"),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0")])
+def test_skinny_batched_and_knobs(knobs):
+    rng = random.Random(7)
+    with env(**knobs):
+        for esize in (1, 2, 4, 8, 16):
+            for shape in [(3, 4096, 5), (2, 12289, 64), (4, 1000, 3), (2, 99991, 2), (5, 517, 31), (1, 2, 8191, 17)]:
+                _aos_soa_check(shape, esize)
+            for _ in range(6):
+                shape = (rng.randrange(1, 4), rng.randrange(65, 300000), rng.randrange(2, 65))
+                _aos_soa_check(shape, esize)
+
+
+def test_skinny_plan_explains():
+    p = torch_inplace.plan((1000003, 7), torch.float32, "cuda")
+    assert p.algorithm == "skinny" and "cut" in p.explanation, p.explanation
+    p = torch_inplace.plan((4096 * 25, 7), torch.float32, "cuda")
+    assert p.algorithm == "skinny" and "two passes" in p.explanation, p.explanation
+
+
+def test_skinny_over_2_31_elements():
+    f = 37
+    n = (1 << 31) // f + 4099
+    x = rand_tensor((n, f), 1)
+    orig = x.clone()
+    torch_inplace.aos_to_soa_(x)
+    assert torch.equal(x, orig.mT.contiguous())
+    torch_inplace.soa_to_aos_(x)
+    assert torch.equal(x, orig)
+    del x, orig
+    torch.cuda.empty_cache()

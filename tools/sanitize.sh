@@ -12,9 +12,12 @@ sys.path.insert(0, os.getcwd())
 import torch_inplace
 cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "skinny"), ((5, 301), 16, "skinny"),
          ((240, 180), 4, "c2r"), ((180, 240), 8, "r2c"), ((181, 239), 1, "auto"), ((2, 97, 60), 4, "auto"),
-         ((6000, 40), 4, "c2r")]
+         ((6000, 40), 4, "c2r"),
+         # skinny sequence 2.1: k | N (two passes, batched) and the Karlsson cut (ordered shift), both directions
+         ((1001, 5), 4, "skinny"), ((5, 1001), 4, "skinny"), ((3, 9, 2000), 8, "skinny"), ((2, 517, 31), 2, "skinny"),
+         ((20011, 13), 4, "skinny"), ((13, 20011), 1, "skinny"), ((4096, 64), 16, "skinny")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal"}, {"TORCH_INPLACE_GPU_ROWS": "global"}]
-dt = {1: torch.uint8, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
+dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
 for kv in knobs:
     os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None); os.environ.pop("TORCH_INPLACE_GPU_ROWS", None)

@@ -2,7 +2,9 @@
 //
 // Candidates, best first:
 //   square  (rows == cols)      tile-pair swaps, one pass, no scratch;
-//   skinny  (short side 2..64)  Catanzaro with the short side as the shuffled row (on chip);
+//   skinny  (short side 2..64)  sequence 2.1 (k x F tiles on chip, then k-element super-elements by cycle
+//                               following) with a Karlsson cut of the N mod k rows (plan_skinny21);
+//                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first; the other direction as a fallback.
 // Each Catanzaro plan picks its column-step engine (one pass through a cluster's distributed shared memory when
@@ -14,6 +16,7 @@
 // clusters capped at 2 or 4 lost up to 3x), row-block size did not matter (+-5%), and sizing cluster grids by
 // cudaOccupancyMaxActiveClusters plus power-of-two clusters gained up to 2x.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -118,6 +121,75 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
                                      : "; rows shuffled through global row slots";
 }
 
+
+// Skinny by sequence 2.1 with a Karlsson cut (kernels/transpose/skinny.cuh). k: the super-element, k*esize a
+// multiple of 16 bytes in [256, 2048] (every 100! move is whole 128-byte lines) whose k x F tile fits 96 KiB of
+// shared memory; among the divisors of N the one closest to kSkinnySuperBytes, else kSkinnySuperBytes itself
+// and the N mod k remainder rows are cut (one more pass over the tensor: the rows' in-place shift).
+// TORCH_INPLACE_GPU_SKINNY_BYTES overrides the target, TORCH_INPLACE_GPU_SKINNY=cut skips the divisor search.
+// Measured on an H200 (benchmarks/bench_transpose.py --only skinny, first 16 shapes, median ratio to
+// y.copy_(x.mT) fp32/fp64): target 512 B 0.33/0.32, 1024 B 0.34/0.35, 2048 B 0.35/0.34 -- within noise; larger
+// super-elements shorten the cycle-following pass (fewer, longer moves) but enlarge the tiles, so 1024.
+constexpr int64_t kSkinnySuperBytes = 1024;
+constexpr int64_t kSkinnyMaxSuperBytes = 2048;  // kernels::kSuperMaxBytes
+constexpr int64_t kSkinnyTileBytes = 96 * 1024;  // one k x F tile (padded) in a block's shared memory
+constexpr int64_t kSkinnyGroupBytes = 32 * 1024;  // shared memory per tile block (several short tiles)
+constexpr int64_t kSkinnyShiftChunkBytes = 64 * 256;  // ordered_shift_kernel: 64 bytes x 256 threads
+
+Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
+  (void)caps;
+  Plan plan;
+  plan.algo = Algo::Skinny;
+  plan.problem = p;
+  plan.variant = 2;
+  const int64_t N = std::max(p.rows, p.cols), F = std::min(p.rows, p.cols), es = p.esize;
+  const int64_t target_bytes = std::min<int64_t>(
+      kSkinnyMaxSuperBytes, std::max<int64_t>(256, env_int("TORCH_INPLACE_GPU_SKINNY_BYTES", kSkinnySuperBytes)));
+  const int64_t step = std::max<int64_t>(1, 16 / es);
+  auto fits = [&](int64_t k) { return k * es % 16 == 0 && (F + 1) * (k + 1) * es <= kSkinnyTileBytes; };
+  int64_t k = 0;
+  double best = 1e30;
+  if (!env_is("TORCH_INPLACE_GPU_SKINNY", "cut")) {
+    for (int64_t d = 256 / es; d * es <= kSkinnyMaxSuperBytes; d += step) {
+      if (N % d != 0 || !fits(d)) continue;
+      const double score = std::abs(std::log2(static_cast<double>(d * es) / static_cast<double>(target_bytes)));
+      if (score < best) best = score, k = d;
+    }
+  }
+  const bool cut = k == 0;
+  if (cut) {
+    k = target_bytes / es / step * step;
+    while (k > step && !fits(k)) k -= step;
+  }
+  const int64_t Mp = N / k, r = N % k;
+  Plan::GpuSteps g;
+  g.sk_k = k;
+  g.sk_group_bytes = kSkinnyGroupBytes;
+  g.sk_tile_vec = env_is("TORCH_INPLACE_GPU_SKINNY_TILEVEC", "0") ? 0 : 1;
+  int64_t off = 0;
+  const int64_t nb = r == 0 ? p.batch : 1;  // with a cut the matrices run one at a time, sharing the scratch
+  g.sk_bits_off = off;
+  off += align64(ceil_div(nb * Mp * F, 32) * 4);
+  if (r > 0) {
+    g.sk_rem_off = off;
+    off += align64(r * F * es);
+    const int64_t chunk = std::max<int64_t>(1, kSkinnyShiftChunkBytes / es);
+    g.sk_chunk_off = off;
+    off += align64((ceil_div(F * Mp * k, chunk) + 1) * 4);
+  }
+  plan.gpu = g;
+  plan.scratch_bytes = off;
+  const std::string ks = std::to_string(k), Fs = std::to_string(F);
+  plan.reason = std::string("short side <= 64 (") + (to_aos ? "SoA -> AoS" : "AoS -> SoA") +
+                "): sequence 2.1: " + ks + " x " + Fs + " tiles transposed on chip (010!), then the (" +
+                std::to_string(Mp) + ", " + Fs + ") super-elements of " + std::to_string(k * es) +
+                " bytes by cycle following with flag bits (100!)" +
+                (cut ? "; no divisor of " + std::to_string(N) + " in range: the " + std::to_string(r) +
+                           " remainder rows cut (Karlsson) and spread by an ordered in-place shift"
+                     : "; k divides N, two passes");
+  if (to_aos) plan.reason += " (steps inverted)";
+  return plan;
+}
 }  // namespace
 
 std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
@@ -148,6 +220,9 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     const int64_t cluster_bytes = std::min<int64_t>(caps.max_cluster, 16) * smem_budget(caps);
     // Without such a divisor the largest one still helps: the universal column kernels then follow cycles
     // over N/k rows of k*F elements, k times shorter chains.
+    if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain") && !env_is("TORCH_INPLACE_GPU_SKINNY", "catanzaro")) {
+      out.push_back(plan_skinny21(p, caps, !tall));
+    } else {
     int64_t k = 1;
     if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
       for (int64_t d = kmax; d >= 2; --d) {
@@ -171,6 +246,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
       plan_catanzaro(sk, caps);
     }
     out.push_back(sk);
+    }
   }
   const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
   if (want(first)) {

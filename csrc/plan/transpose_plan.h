@@ -87,6 +87,12 @@ struct Plan {
     // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
     int64_t super = 1, tile_smem = 0;
     int64_t bitmap_off = 0, bitmap_bytes = 0, slots_off = 0;
+    // Skinny by sequence 2.1 (sk_k > 0; gpu_plan.cpp): k x F tiles on chip (010!), then the (Mp, F, k) array of
+    // k-element super-elements by cycle following (100!); N mod k remainder rows cut (Karlsson). Scratch: flag
+    // bits at sk_bits_off, the r x F remainder at sk_rem_off, the cut's chunk flags + ticket at sk_chunk_off.
+    // sk_group_bytes: shared memory a tile block aims at (several short tiles per block).
+    int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
+    int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

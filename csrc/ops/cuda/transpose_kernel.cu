@@ -16,6 +16,7 @@
 
 #include "kernels/transpose/catanzaro.cuh"
 #include "kernels/transpose/cluster_columns.cuh"
+#include "kernels/transpose/skinny.cuh"
 #include "kernels/transpose/square.cuh"
 #include "kernels/transpose/tiles.cuh"
 #include "ops/cuda/transpose_launch.h"
@@ -263,12 +264,122 @@ struct Engine {
     return cudaSuccess;
   }
 
+
+  // ---- skinny: sequence 2.1 (010! tiles, 100! super-elements) with a Karlsson cut ---------------------------
+  // to_soa (N x F -> F x N): the first body = Mp*k rows are (Mp, k, F); tiles make them (Mp, F, k), the cycles
+  // (F, Mp, k); the r x F remainder, saved first, then goes to the row tails after each row j moved right by j*r.
+  // to_aos runs the inverse steps in reverse order. With r == 0 the batch is folded into the kernels; with r > 0
+  // the matrices run one after another, sharing the scratch (remainder, flags).
+  cudaError_t group_tiles(T* A, int64_t tiles, int64_t R, int64_t C) {
+    if (tiles <= 0) return cudaSuccess;
+    const int64_t S = C | 1;  // odd stride: the write phase's column reads hit distinct banks
+    const int64_t tile_bytes = R * S * static_cast<int64_t>(sizeof(T));
+    const int64_t G = std::max<int64_t>(1, std::min<int64_t>(tiles, pl.steps.sk_group_bytes / tile_bytes));
+    const int64_t smem = G * tile_bytes;
+    auto k = group_tiles_kernel<T>;
+    // 16-byte global accesses where the element type is narrower and every group starts 16-byte aligned.
+    if (sizeof(T) < 16 && pl.steps.sk_tile_vec && (R * C * static_cast<int64_t>(sizeof(T))) % 16 == 0 &&
+        reinterpret_cast<uintptr_t>(A) % 16 == 0) {
+      k = group_tiles_vec_kernel<T, uint4>;
+    }
+    TI_CHECK(allow_smem(k, smem));
+    const int64_t groups = (tiles + G - 1) / G;
+    const int grid = static_cast<int>(std::min<int64_t>(groups, int64_t{caps.num_sms} * 16));
+    k<<<grid, kGroupThreads, smem, stream>>>(A, tiles, static_cast<uint32_t>(G), static_cast<uint32_t>(R),
+                                             static_cast<uint32_t>(C), static_cast<uint32_t>(S),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(R * C)),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(C)),
+                                             DivMod<uint32_t>(static_cast<uint32_t>(R)));
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  template <typename V, int rpl = super_rpl<V>()>
+  cudaError_t super_cycles_as(V* A, int64_t nb, int64_t P, int64_t Q, int64_t W, unsigned* bits) {
+    if (W > int64_t{rpl} * kWarpSize) return cudaErrorInvalidValue;
+    auto k = super_cycles_kernel<V, rpl>;
+    const int64_t warps = kCycleThreads / kWarpSize;
+    const int grid = static_cast<int>(std::min<int64_t>(int64_t{caps.num_sms} * (2048 / kCycleThreads),
+                                                        (nb * P * Q + warps - 1) / warps));
+    k<<<grid, kCycleThreads, 0, stream>>>(A, nb, P, Q, static_cast<int>(W), bits,
+                                          DivMod<uint64_t>(static_cast<uint64_t>(P * Q)),
+                                          DivMod<uint64_t>(static_cast<uint64_t>(Q)));
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  // (P, Q, k) -> (Q, P, k) for nb matrices; 16-byte units when the super-elements and the base allow it.
+  cudaError_t super_cycles(T* A, int64_t nb, int64_t P, int64_t Q, int64_t k, unsigned* bits) {
+    if (P <= 1 || Q <= 1) return cudaSuccess;
+    const int64_t bytes = k * static_cast<int64_t>(sizeof(T));
+    TI_CHECK(cudaMemsetAsync(bits, 0, static_cast<size_t>((nb * P * Q + 31) / 32 * 4), stream));
+    if (bytes % 16 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0) {
+      // Fewest registers per lane that hold a super-element (occupancy: more chains in flight).
+      if (bytes / 16 <= kWarpSize) return super_cycles_as<uint4, 1>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
+      if (bytes / 16 <= 2 * kWarpSize) return super_cycles_as<uint4, 2>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
+      return super_cycles_as(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
+    }
+    return super_cycles_as(A, nb, P, Q, k, bits);
+  }
+
+  template <bool kRight>
+  cudaError_t shift_rows(T* A, int64_t F, int64_t body, int64_t r, unsigned* cflags) {
+    if (body <= 0 || F <= 1 || r <= 0) return cudaSuccess;
+    constexpr int E = shift_elems<T>();
+    const int64_t C = int64_t{E} * kShiftThreads;
+    const int64_t nchunks = (F * body + C - 1) / C;
+    TI_CHECK(cudaMemsetAsync(cflags, 0, static_cast<size_t>((nchunks + 1) * 4), stream));
+    const int grid = static_cast<int>(std::min<int64_t>(nchunks, int64_t{caps.num_sms} * 8));
+    ordered_shift_kernel<T, E, kRight><<<grid, kShiftThreads, 0, stream>>>(A, F, body, r, cflags, nchunks);
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  template <bool kGather>
+  cudaError_t tails(T* A, T* rem, int64_t F, int64_t N, int64_t body, int64_t r) {
+    if (r <= 0) return cudaSuccess;
+    remainder_tails_kernel<T, kGather><<<grid_for(F * r, 256, caps, 4), 256, 0, stream>>>(A, rem, F, N, body, r);
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
+  cudaError_t skinny_matrices(T* A, int64_t nb, bool to_soa) {
+    const auto& g = pl.steps;
+    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols), k = g.sk_k;
+    const int64_t Mp = N / k, r = N % k, body = Mp * k;
+    unsigned* bits = reinterpret_cast<unsigned*>(scratch + g.sk_bits_off);
+    T* rem = reinterpret_cast<T*>(scratch + g.sk_rem_off);
+    unsigned* cflags = reinterpret_cast<unsigned*>(scratch + g.sk_chunk_off);
+    const size_t rem_bytes = static_cast<size_t>(r * F) * sizeof(T);
+    if (to_soa) {
+      if (r > 0) TI_CHECK(cudaMemcpyAsync(rem, A + body * F, rem_bytes, cudaMemcpyDeviceToDevice, stream));
+      TI_CHECK(group_tiles(A, nb * Mp, k, F));
+      TI_CHECK(super_cycles(A, nb, Mp, F, k, bits));
+      TI_CHECK(shift_rows<true>(A, F, body, r, cflags));
+      return tails<false>(A, rem, F, N, body, r);
+    }
+    TI_CHECK(tails<true>(A, rem, F, N, body, r));
+    TI_CHECK(shift_rows<false>(A, F, body, r, cflags));
+    TI_CHECK(super_cycles(A, nb, F, Mp, k, bits));
+    TI_CHECK(group_tiles(A, nb * Mp, F, k));
+    if (r > 0) TI_CHECK(cudaMemcpyAsync(A + body * F, rem, rem_bytes, cudaMemcpyDeviceToDevice, stream));
+    return cudaSuccess;
+  }
+
+  cudaError_t skinny21() {
+    const bool to_soa = pl.rows > pl.cols;
+    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols);
+    if (N % pl.steps.sk_k == 0) return skinny_matrices(data, batch, to_soa);
+    for (int64_t b = 0; b < batch; ++b) TI_CHECK(skinny_matrices(data + b * N * F, 1, to_soa));
+    return cudaSuccess;
+  }
+
   cudaError_t run() {
     switch (static_cast<plan::Algo>(pl.algo)) {
       case plan::Algo::Square: return square();
       case plan::Algo::C2R:
-      case plan::Algo::R2C:
-      case plan::Algo::Skinny: return catanzaro();
+      case plan::Algo::R2C: return catanzaro();
+      case plan::Algo::Skinny: return pl.steps.sk_k > 0 ? skinny21() : catanzaro();
       default: return cudaErrorNotSupported;
     }
   }
