@@ -59,12 +59,13 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    inplace()  # warm-up, then check
-    ok = torch.equal(x, ref)
+    inplace()  # warm-up; its peak memory is read before the check (torch.equal allocates a temporary)
     if gpu:
+        torch.cuda.synchronize()
         extra_inplace = torch.cuda.max_memory_allocated() - base
     else:
         extra_inplace = torch_inplace.workspace_stats().last_bytes
+    ok = torch.equal(x, ref)
     del ref
     t_in = timed(inplace, device, args.reps)
 

@@ -192,6 +192,39 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
 }
 }  // namespace
 
+namespace {
+
+// Skinny by Catanzaro: with `super`, the largest divisor k of the long side N whose k x F tile fits a block's
+// shared memory (64 KiB, several blocks per SM) makes k-element super-elements, so a tile pass plus Catanzaro on
+// the (N/k) x F matrix replaces Catanzaro on N-row columns; without one (or without `super`), plain Catanzaro
+// with the short side as the on-chip row.
+Plan plan_skinny_catanzaro(Plan sk, const DeviceCaps& caps, bool super) {
+  const Problem& p = sk.problem;
+  const int64_t N = std::max(p.rows, p.cols), F = std::min(p.rows, p.cols), es = p.esize;
+  const int64_t kmax = std::min<int64_t>(N / 2, (64 * 1024) / ((F + 1) * es));
+  int64_t k = 1;
+  for (int64_t d = kmax; super && d >= 2; --d) {
+    if (N % d == 0) {
+      k = d;
+      break;
+    }
+  }
+  if (k > 1) {
+    sk.c2r = c2r::Params(N / k, F);
+    sk.reason = "short side <= 64 (AoS <-> SoA): " + std::to_string(k) + " x " + std::to_string(F) +
+                " tiles transposed on chip, then Catanzaro on the " + std::to_string(N / k) + " x " +
+                std::to_string(F) + " matrix of " + std::to_string(k) + "-element super-elements";
+    plan_catanzaro(sk, caps, k);
+    sk.gpu.tile_smem = k * (F + 1) * es;
+  } else {
+    sk.reason = "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row";
+    plan_catanzaro(sk, caps);
+  }
+  return sk;
+}
+
+}  // namespace
+
 std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
   std::vector<Plan> out;
   auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
@@ -212,40 +245,13 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(sq);
   }
   if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
-    // Super-elements: the largest divisor k of the long side N whose k x F tile fits a block's shared memory
-    // (64 KiB, several blocks per SM) and whose (N/k) x F super-element problem has its column panels in one
-    // cluster. Then a tile pass plus Catanzaro on short (N/k) columns replaces Catanzaro on N-row columns.
-    const int64_t N = hi, F = lo, es = p.esize;
-    const int64_t kmax = std::min<int64_t>(N / 2, (64 * 1024) / ((F + 1) * es));
-    const int64_t cluster_bytes = std::min<int64_t>(caps.max_cluster, 16) * smem_budget(caps);
-    // Without such a divisor the largest one still helps: the universal column kernels then follow cycles
-    // over N/k rows of k*F elements, k times shorter chains.
+    // Sequence 2.1 (tiles on chip, then super-elements by cycle following, a cut for N mod k); the older
+    // Catanzaro-based variants stay reachable through TORCH_INPLACE_GPU_SKINNY=catanzaro|plain for tests.
     if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain") && !env_is("TORCH_INPLACE_GPU_SKINNY", "catanzaro")) {
       out.push_back(plan_skinny21(p, caps, !tall));
     } else {
-    int64_t k = 1;
-    if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")) {
-      for (int64_t d = kmax; d >= 2; --d) {
-        if (N % d == 0) {
-          k = d;
-          break;
-        }
-      }
-    }
-    (void)cluster_bytes;
-    Plan sk = make(Algo::Skinny, !tall, "");
-    if (k > 1) {
-      sk.c2r = c2r::Params(N / k, F);
-      sk.reason = "short side <= 64 (AoS <-> SoA): " + std::to_string(k) + " x " + std::to_string(F) +
-                  " tiles transposed on chip, then Catanzaro on the " + std::to_string(N / k) + " x " +
-                  std::to_string(F) + " matrix of " + std::to_string(k) + "-element super-elements";
-      plan_catanzaro(sk, caps, k);
-      sk.gpu.tile_smem = k * (F + 1) * es;
-    } else {
-      sk.reason = "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row";
-      plan_catanzaro(sk, caps);
-    }
-    out.push_back(sk);
+      out.push_back(plan_skinny_catanzaro(make(Algo::Skinny, !tall, ""), caps,
+                                          /*super=*/!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")));
     }
   }
   const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
