@@ -17,14 +17,32 @@ namespace torch_inplace {
 
 namespace {
 
-std::vector<int64_t> contiguous_strides(c10::IntArrayRef sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t s = 1;
+// max(x, 1) without a guard on symbolic sizes.
+int64_t at_least_one(int64_t x) { return std::max<int64_t>(x, 1); }
+c10::SymInt at_least_one(const c10::SymInt& x) { return x.max(c10::SymInt(1)); }
+
+// Row-major strides of `sizes` (int64_t, or SymInt under torch.compile with dynamic shapes).
+template <typename T>
+std::vector<T> contiguous_strides(c10::ArrayRef<T> sizes) {
+  std::vector<T> strides(sizes.size());
+  T s = 1;
   for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
     strides[i] = s;
-    s *= std::max<int64_t>(sizes[i], 1);
+    s = s * at_least_one(sizes[i]);
   }
   return strides;
+}
+
+// The planner's problem for a (..., m, n) shape of `dtype`, after checking the shape; `op` names the caller.
+plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const char* op) {
+  TORCH_CHECK(shape.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", shape);
+  for (int64_t s : shape) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", shape);
+  plan::Problem p;
+  p.rows = shape[shape.size() - 2];
+  p.cols = shape[shape.size() - 1];
+  for (size_t i = 0; i + 2 < shape.size(); ++i) p.batch *= shape[i];
+  p.esize = static_cast<int64_t>(c10::elementSize(dtype));
+  return p;
 }
 
 at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view algorithm) {
@@ -38,13 +56,7 @@ at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view al
   const int64_t d = self.dim();
   std::vector<c10::SymInt> sizes(self.sym_sizes().begin(), self.sym_sizes().end());
   std::swap(sizes[d - 1], sizes[d - 2]);
-  std::vector<c10::SymInt> strides(d);
-  c10::SymInt s = 1;
-  for (int64_t i = d - 1; i >= 0; --i) {
-    strides[i] = s;
-    s = s * sizes[i].max(c10::SymInt(1));
-  }
-  self.as_strided__symint(sizes, strides, c10::SymInt(0));
+  self.as_strided__symint(sizes, contiguous_strides<c10::SymInt>(sizes), c10::SymInt(0));
   return self;
 }
 
@@ -57,13 +69,7 @@ at::Tensor& soa_to_aos_composite(at::Tensor& self) { return transpose_impl(self,
 std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef shape, at::ScalarType dtype,
                                                                 c10::Device device, c10::string_view algorithm) {
   const char* op = "torch_inplace.plan";
-  TORCH_CHECK(shape.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", shape);
-  for (int64_t s : shape) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", shape);
-  plan::Problem p;
-  p.rows = shape[shape.size() - 2];
-  p.cols = shape[shape.size() - 1];
-  for (size_t i = 0; i + 2 < shape.size(); ++i) p.batch *= shape[i];
-  p.esize = static_cast<int64_t>(c10::elementSize(dtype));
+  const plan::Problem p = shape_problem(shape, dtype, op);
   const plan::Plan pl = plan_or_throw(p, device, parse_algorithm(std::string(algorithm), op), op);
   return {plan::algo_name(pl.algo), pl.scratch_bytes, pl.explain()};
 }
@@ -78,16 +84,9 @@ void reset_workspace_stats_op() { reset_workspace_stats(); }
 
 at::Tensor empty_transposable_op(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                  std::optional<c10::Device> device) {
-  const char* op = "empty_transposable";
-  TORCH_CHECK(size.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", size);
-  for (int64_t s : size) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", size);
   const at::ScalarType st = dtype.value_or(c10::get_default_dtype_as_scalartype());
   const c10::Device dev = device.value_or(c10::Device(c10::kCPU));
-  plan::Problem p;
-  p.rows = size[size.size() - 2];
-  p.cols = size[size.size() - 1];
-  for (size_t i = 0; i + 2 < size.size(); ++i) p.batch *= size[i];
-  p.esize = static_cast<int64_t>(c10::elementSize(st));
+  const plan::Problem p = shape_problem(size, st, "empty_transposable");
   const int64_t numel = p.batch * p.rows * p.cols;
   const int64_t slack = dev.is_cpu() ? 0 : plan::padding_slack_bytes(p);
   // One allocation of numel + slack elements' bytes, viewed as the requested shape: the storage carries the
@@ -95,7 +94,7 @@ at::Tensor empty_transposable_op(c10::IntArrayRef size, std::optional<at::Scalar
   const int64_t slack_elems = (slack + p.esize - 1) / p.esize;
   at::Tensor flat = at::empty({numel + slack_elems}, at::TensorOptions().dtype(st).device(dev));
   at::Tensor out = at::empty({0}, flat.options());
-  out.set_(flat.storage(), 0, size, contiguous_strides(size));
+  out.set_(flat.storage(), 0, size, contiguous_strides<int64_t>(size));
   register_transposable_storage(out.storage());
   return out;
 }
