@@ -5,7 +5,7 @@ outputs it must produce, for the C++ example (examples/cpp/main.cpp) to load, ru
     python examples/cpp/make_module.py --library build/libtorch_inplace.so --out inplace_module.pt
 
 The saved module has attributes `names` (List[str]), `inputs` (List[Tensor]) and `expected` (List[Tensor]);
-`forward(inputs)` returns one output per name. batched_inverse is included when the op exists.
+`forward(inputs)` returns one output per name.
 """
 import argparse
 import sys
@@ -14,7 +14,7 @@ from typing import List
 import torch
 
 
-class TransposeModule(torch.nn.Module):
+class InplaceModule(torch.nn.Module):
     def __init__(self, names: List[str], inputs: List[torch.Tensor]):
         super().__init__()
         self.names = names
@@ -24,21 +24,6 @@ class TransposeModule(torch.nn.Module):
     def forward(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
         x = inputs[0].clone()
         torch.ops.inplace.transpose_(x)  # in place: (4, 6) -> (6, 4) in the same storage
-        y = inputs[1].clone()
-        torch.ops.inplace.aos_to_soa_(y)
-        return [x, y]
-
-
-class TransposeInverseModule(torch.nn.Module):
-    def __init__(self, names: List[str], inputs: List[torch.Tensor]):
-        super().__init__()
-        self.names = names
-        self.inputs = inputs
-        self.expected: List[torch.Tensor] = []
-
-    def forward(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
-        x = inputs[0].clone()
-        torch.ops.inplace.transpose_(x)
         y = inputs[1].clone()
         torch.ops.inplace.aos_to_soa_(y)
         inv = torch.ops.inplace.batched_inverse(inputs[2])
@@ -57,23 +42,12 @@ def main(argv=None):
         import torch_inplace  # noqa: F401  (registers torch.ops.inplace.*)
 
     g = torch.Generator().manual_seed(0)
-    names = ["transpose_", "aos_to_soa_"]
-    inputs = [
-        torch.arange(24, dtype=torch.float32).reshape(4, 6),
-        torch.randn(2, 50, 3, generator=g, dtype=torch.float64),
-    ]
-    expected = [inputs[0].mT.contiguous(), inputs[1].mT.contiguous()]
-    cls = TransposeModule
-    if hasattr(torch.ops.inplace, "batched_inverse"):
-        a = torch.randn(8, 5, 5, generator=g, dtype=torch.float64) + 5 * torch.eye(5, dtype=torch.float64)
-        names.append("batched_inverse")
-        inputs.append(a)
-        expected.append(torch.linalg.inv(a))
-        cls = TransposeInverseModule
-    else:
-        print("make_module: torch.ops.inplace.batched_inverse not available; module without it")
-
-    module = cls(names, inputs)
+    names = ["transpose_", "aos_to_soa_", "batched_inverse"]
+    aos = torch.randn(2, 50, 3, generator=g, dtype=torch.float64)
+    a = torch.randn(8, 5, 5, generator=g, dtype=torch.float64) + 5 * torch.eye(5, dtype=torch.float64)
+    inputs = [torch.arange(24, dtype=torch.float32).reshape(4, 6), aos, a]
+    expected = [inputs[0].mT.contiguous(), inputs[1].mT.contiguous(), torch.linalg.inv(a)]
+    module = InplaceModule(names, inputs)
     module.expected = expected
     scripted = torch.jit.script(module)
     got = scripted(inputs)

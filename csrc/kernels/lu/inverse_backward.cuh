@@ -53,38 +53,6 @@ struct BackwardGeometry {
   static constexpr bool kSupported = N * static_cast<int>(sizeof(T)) <= 256 && !backward_spills<T, N>();
 };
 
-template <typename T, int N, int GS>
-TI_DEVICE void load_tile_gs(const T* src, T* tile, int valid, int lane) {
-  using Geo = Geometry<T, N>;
-  T v[Geo::kLoadIters];
-#pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
-    const int e = it * kWarpSize + lane;
-    if (e < valid) v[it] = src[e];
-  }
-#pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
-    const int e = it * kWarpSize + lane;
-    if (e < valid) {
-      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
-      tile[m * GS + r * Geo::S + c] = v[it];
-    }
-  }
-}
-
-template <typename T, int N, int GS>
-TI_DEVICE void store_tile_gs(T* dst, const T* tile, int valid, int lane) {
-  using Geo = Geometry<T, N>;
-#pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
-    const int e = it * kWarpSize + lane;
-    if (e < valid) {
-      const int m = e / (N * N), rem = e - m * (N * N), r = rem / N, c = rem - r * N;
-      dst[e] = tile[m * GS + r * Geo::S + c];
-    }
-  }
-}
-
 // grad = -X^H G X^H. Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
 // warps * BackwardGeometry<T, N>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
 template <typename T, int N>
@@ -100,8 +68,8 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
   const int valid = nmat * N * N;
   T* ta = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes);
   T* tb = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes + BG::kTileBytes);
-  load_tile_gs<T, N, GS>(X + m0 * (N * N), ta, valid, lane);
-  load_tile_gs<T, N, GS>(Gr + m0 * (N * N), tb, valid, lane);
+  load_tile<T, N, GS>(X + m0 * (N * N), ta, valid, lane);
+  load_tile<T, N, GS>(Gr + m0 * (N * N), tb, valid, lane);
   warp_sync();
 
   const int g = lane / G, i = lane % G;
@@ -178,7 +146,7 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
     for (int j = 0; j < N; ++j) b[i * S + j] = neg(acc[j]);
   }
   warp_sync();
-  store_tile_gs<T, N, GS>(out + m0 * (N * N), tb, valid, lane);
+  store_tile<T, N, GS>(out + m0 * (N * N), tb, valid, lane);
 }
 
 }  // namespace lu

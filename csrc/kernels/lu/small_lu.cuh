@@ -194,17 +194,19 @@ struct alignas(16) Chunk {
   T v[Geometry<T, 1>::kV];
 };
 
-// Element e of the warp's contiguous matrices (matrix m, row r, column c) sits at tile[(m * N + r) * S + c],
-// i.e. at e + (S - N) * (e / N).
-template <int N, int S>
+// Element e of the warp's contiguous matrices (matrix m, row r, column c) sits at tile[m * GS + r * S + c]: rows
+// padded to S elements, matrices GS elements apart. With the default GS = N * S that is e + (S - N) * (e / N).
+template <int N, int S, int GS = N * S>
 TI_DEVICE int tile_index(int e) {
-  return S == N ? e : e + (S - N) * (e / N);
+  if (GS == N * S) return S == N ? e : e + (S - N) * (e / N);
+  const int m = e / (N * N), rem = e - m * (N * N), r = rem / N;
+  return m * GS + r * S + (rem - r * N);
 }
 
-// Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile.
-// A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds checks; the last warp of the
-// grid (or unaligned data) moves single elements.
-template <typename T, int N>
+// Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile
+// (matrices GS elements apart). A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds
+// checks; the last warp of the grid (or unaligned data) moves single elements.
+template <typename T, int N, int GS = N * Geometry<T, N>::S>
 TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   using Geo = Geometry<T, N>;
   constexpr int kV = Geo::kV;
@@ -223,7 +225,7 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
       const int c = it * kWarpSize + lane;
       if (kChunks % kWarpSize == 0 || c < kChunks) {
 #pragma unroll
-        for (int u = 0; u < kV; ++u) tile[tile_index<N, Geo::S>(c * kV + u)] = v[it].v[u];
+        for (int u = 0; u < kV; ++u) tile[tile_index<N, Geo::S, GS>(c * kV + u)] = v[it].v[u];
       }
     }
     return;
@@ -237,11 +239,11 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
 #pragma unroll
   for (int it = 0; it < Geo::kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) tile[tile_index<N, Geo::S>(e)] = v[it];
+    if (e < valid) tile[tile_index<N, Geo::S, GS>(e)] = v[it];
   }
 }
 
-template <typename T, int N>
+template <typename T, int N, int GS = N * Geometry<T, N>::S>
 TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   using Geo = Geometry<T, N>;
   constexpr int kV = Geo::kV;
@@ -255,7 +257,7 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
       if (kChunks % kWarpSize == 0 || c < kChunks) {
         Chunk<T> v;
 #pragma unroll
-        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, Geo::S>(c * kV + u)];
+        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, Geo::S, GS>(c * kV + u)];
         reinterpret_cast<Chunk<T>*>(dst)[c] = v;
       }
     }
@@ -264,7 +266,7 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
 #pragma unroll
   for (int it = 0; it < Geo::kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) dst[e] = tile[tile_index<N, Geo::S>(e)];
+    if (e < valid) dst[e] = tile[tile_index<N, Geo::S, GS>(e)];
   }
 }
 
