@@ -27,18 +27,9 @@ TI_DEVICE Cplx<R> fma_acc(Cplx<R> acc, Cplx<R> a, Cplx<R> b) {
   return Cplx<R>{fma_r(a.re, b.re, fma_r(-a.im, b.im, acc.re)), fma_r(a.re, b.im, fma_r(a.im, b.re, acc.im))};
 }
 
-template <typename T>
-constexpr bool kIsComplex = false;
-template <typename R>
-constexpr bool kIsComplex<Cplx<R>> = true;
-
-template <typename T, int N>
-constexpr bool backward_spills() {
-  if (sizeof(T) == 4) return N >= 20 && N <= 24;                            // float32
-  if (sizeof(T) == 8 && !kIsComplex<T>) return N >= 13 && N <= 15;         // float64
-  if (sizeof(T) == 8) return (N >= 13 && N <= 15) || N == 17 || N == 31;   // complex64
-  return N >= 9 && N <= 12;                                                // complex128
-}
+// Keeps the compiler from hoisting the shared-memory row reads of later k steps above this one: with all n rows
+// in flight (n * n values) nvcc 13.0 ran out of registers and spilled for some (dtype, n).
+TI_DEVICE void row_fence() { asm volatile("" ::: "memory"); }
 
 template <typename T, int N>
 struct BackwardGeometry {
@@ -48,9 +39,9 @@ struct BackwardGeometry {
   static constexpr int kGroupElems = round_up(N * (Geo::S > RP ? Geo::S : RP), kV);
   static constexpr int kTileBytes = Geo::kGroups * kGroupElems * static_cast<int>(sizeof(T));
   static constexpr int kWarpSmemBytes = 2 * kTileBytes;
-  // Register budget: two rows of n elements per lane; minus the sizes where nvcc 13.0 (sm_90) spills this
-  // kernel to local memory (found with -Xptxas -v), which run 5-10x slower than the two-GEMM fallback.
-  static constexpr bool kSupported = N * static_cast<int>(sizeof(T)) <= 256 && !backward_spills<T, N>();
+  // Register budget: two rows of n elements per lane (with row_fence, nvcc 13.0 compiles every such (dtype, n)
+  // for sm_90 without spilling: checked with -Xptxas -v; complex128 past 16 would need 255 registers).
+  static constexpr bool kSupported = N * static_cast<int>(sizeof(T)) <= 256;
 };
 
 // grad = -X^H G X^H. Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
@@ -104,6 +95,7 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
         if (j < N) acc[j] = fma_acc(acc[j], gr[k], ch.v[v]);
       }
     }
+    row_fence();
   }
   if (row) {
 #pragma unroll
@@ -137,6 +129,7 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
             if (j < N) acc[j] = fma_acc(acc[j], yc.v[kv], ch.v[v]);
           }
         }
+        row_fence();
       }
     }
   }
