@@ -87,6 +87,7 @@ def main():
                       "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES"):
                 os.environ.pop(k, None)
             os.environ.update(cfg)
+            torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans
             try:
                 ms, ok = time_once(shape, es, args.reps)
                 expl = torch_inplace.plan(shape, DT[es], "cuda").explanation

@@ -8,6 +8,14 @@ import torch_inplace  # noqa: F401  (registers torch.ops.inplace.*)
 
 HAS_GPU = torch.cuda.is_available()
 
+
+@pytest.fixture(autouse=True)
+def _fresh_plan_cache():
+    """Plans are cached per shape and read the planner's environment knobs when made: a test that sets knobs
+    must not leave its plans to the next one."""
+    yield
+    torch.ops.inplace._clear_plan_cache()
+
 # One dtype per element size (bytes moved), plus the special ones the issue names.
 DTYPE_BY_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
 ALL_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,

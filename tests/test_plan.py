@@ -49,6 +49,8 @@ def test_workspace_limit_context_manager(device, monkeypatch):
     if device == "cuda":
         # GPU plans whose column steps fit a cluster need no scratch; the universal column engine does.
         monkeypatch.setenv("TORCH_INPLACE_GPU_COLUMNS", "universal")
+        monkeypatch.setenv("TORCH_INPLACE_GPU_ONCHIP", "0")  # small tensors would go on chip, with no scratch
+        torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans
     x = rand((300, 200), torch.float32, device)
     need = torch_inplace.plan(x.shape, x.dtype, device).scratch_bytes
     assert need > 16

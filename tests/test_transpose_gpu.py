@@ -2,8 +2,10 @@
 
 Every result is compared byte for byte with ``x.mT.contiguous()`` (cloned) on random bytes (never zeros).
 Engines that the planner would not pick on this GPU are reached through the test knobs of gpu_plan.cpp:
-TORCH_INPLACE_GPU_COLUMNS=universal (reflections + cycle following instead of cluster shared memory) and
-TORCH_INPLACE_GPU_ROWS=global (global row slots instead of shared memory).
+TORCH_INPLACE_GPU_COLUMNS=universal (reflections + cycle following instead of cluster shared memory),
+TORCH_INPLACE_GPU_ROWS=global (global row slots instead of shared memory) and TORCH_INPLACE_GPU_ONCHIP=0 (keeps
+the on-chip plan, which takes every tensor that fits in shared memory, out of auto plans so that small shapes
+still reach the multi-pass engines).
 """
 import contextlib
 import math
@@ -41,8 +43,10 @@ def same_bytes(a, b):
 
 @contextlib.contextmanager
 def env(**kv):
+    """Sets planner knobs; plans are cached per shape, so the cache is cleared on the way in and out."""
     old = {k: os.environ.get(k) for k in kv}
     os.environ.update({k: v for k, v in kv.items()})
+    torch.ops.inplace._clear_plan_cache()
     try:
         yield
     finally:
@@ -51,6 +55,10 @@ def env(**kv):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        torch.ops.inplace._clear_plan_cache()
+
+
+NO_ONCHIP = dict(TORCH_INPLACE_GPU_ONCHIP="0")
 
 
 def check(shape, esize, algorithm="auto"):
@@ -91,11 +99,13 @@ def random_shapes(rng, count):
     return out
 
 
+@pytest.mark.parametrize("knobs", [{}, NO_ONCHIP])
 @pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
-def test_random_shapes_auto(esize):
+def test_random_shapes_auto(esize, knobs):
     rng = random.Random(1000 + esize)
-    for shape in random_shapes(rng, 220):
-        check(shape, esize)
+    with env(**knobs):
+        for shape in random_shapes(rng, 220):
+            check(shape, esize)
 
 
 @pytest.mark.parametrize("esize", [1, 4, 8, 16])
@@ -141,8 +151,9 @@ def test_engines(knobs, esize):
                 check(shape, esize, algorithm)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="plain"),
-                                   dict(TORCH_INPLACE_GPU_SKINNY="catanzaro"), dict(TORCH_INPLACE_GPU_SKINNY="cut")])
+@pytest.mark.parametrize("knobs", [{}, NO_ONCHIP, dict(TORCH_INPLACE_GPU_SKINNY="plain", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY="catanzaro", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY="cut", **NO_ONCHIP)])
 def test_aos_soa_roundtrip(knobs):
     with env(**knobs):
         _aos_soa_roundtrip()
@@ -193,7 +204,7 @@ def test_extra_memory():
 
 def test_workspace_limit():
     shape = (3001, 2999)
-    with env(TORCH_INPLACE_GPU_COLUMNS="universal"):
+    with env(TORCH_INPLACE_GPU_COLUMNS="universal", **NO_ONCHIP):
         p = torch_inplace.plan(shape, torch.float32, "cuda")
         assert p.scratch_bytes > 0
         x = rand_tensor(shape, 4)
@@ -241,7 +252,8 @@ def test_unimplemented_algorithms_raise_cleanly():
         assert same_bytes(x, before)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global")])
+@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
+                                   NO_ONCHIP])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
                                    (3, 4096, 33), (2, 33, 5001)])
 def test_cuda_graph(knobs, shape):
@@ -281,19 +293,22 @@ def _aos_soa_check(shape, esize):
     assert same_bytes(y, want), (tuple(orig.mT.shape), esize)
 
 
+@pytest.mark.parametrize("knobs", [{}, NO_ONCHIP])
 @pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
-def test_skinny_every_field_count(esize):
+def test_skinny_every_field_count(esize, knobs):
     # Every F in 2..64; N divisible by the planner's k (4096 * 3), not divisible, prime, and below one tile.
-    for f in range(2, 65):
-        for n in (12288, 12288 + 5 * f + 1, 10007, 131 + f, 7):
-            if n <= f:
-                continue
-            _aos_soa_check((n, f), esize)
+    with env(**knobs):
+        for f in range(2, 65):
+            for n in (12288, 12288 + 5 * f + 1, 10007, 131 + f, 7):
+                if n <= f:
+                    continue
+                _aos_soa_check((n, f), esize)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_SKINNY="cut"), dict(TORCH_INPLACE_GPU_SKINNY_BYTES="256"),
-                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="2048"),
-                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0")])
+@pytest.mark.parametrize("knobs", [{}, NO_ONCHIP, dict(TORCH_INPLACE_GPU_SKINNY="cut", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="256", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_BYTES="2048", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0", **NO_ONCHIP)])
 def test_skinny_batched_and_knobs(knobs):
     rng = random.Random(7)
     with env(**knobs):
@@ -306,9 +321,10 @@ def test_skinny_batched_and_knobs(knobs):
 
 
 def test_skinny_plan_explains():
-    p = torch_inplace.plan((1000003, 7), torch.float32, "cuda")
+    p = torch_inplace.plan((3000017, 7), torch.float32, "cuda")
     assert p.algorithm == "skinny" and "cut" in p.explanation, p.explanation
-    p = torch_inplace.plan((4096 * 25, 7), torch.float32, "cuda")
+    with env(**NO_ONCHIP):
+        p = torch_inplace.plan((4096 * 25, 7), torch.float32, "cuda")
     assert p.algorithm == "skinny" and "two passes" in p.explanation, p.explanation
 
 
@@ -323,3 +339,75 @@ def test_skinny_over_2_31_elements():
     assert torch.equal(x, orig)
     del x, orig
     torch.cuda.empty_cache()
+
+
+# ---- on chip: tensors that fit in shared memory, one cooperative kernel (kernels/transpose/onchip.cuh) ---------
+
+
+def _onchip_fits(shape, esize):
+    try:
+        return torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm="onchip").algorithm == "onchip"
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_onchip_forced_random_shapes(esize):
+    rng = random.Random(500 + esize)
+    ran = 0
+    for shape in random_shapes(rng, 160) + [(2, 2), (3, 1000, 7), (1000, 3, 5), (4000, 64), (64, 4000), (65, 129),
+                                            (4099, 2), (2, 4099), (97, 89), (5, 3, 130, 67)]:
+        if _onchip_fits(shape, esize):
+            check(shape, esize, "onchip")
+            ran += 1
+    assert ran > 100
+
+
+def test_onchip_is_auto_for_small_tensors_and_explains():
+    for shape in [(87905, 6), (6, 87905), (1000, 1000), (3, 999, 1001), (20998, 28)]:
+        p = torch_inplace.plan(shape, torch.float32, "cuda")
+        assert p.algorithm == "onchip" and p.scratch_bytes == 0, p.explanation
+        assert "shared memory" in p.explanation and "cooperative" in p.explanation
+    # Past the GPU's shared memory the multi-pass engines take over.
+    p = torch_inplace.plan((10007, 10009), torch.float32, "cuda")
+    assert p.algorithm != "onchip"
+    with env(**NO_ONCHIP):
+        assert torch_inplace.plan((1000, 1000), torch.float32, "cuda").algorithm == "square"
+
+
+def test_onchip_capacity_edge():
+    # The largest square fp32 tensor the planner puts on chip, and the next size up, both transposed right.
+    lo, hi = 64, 8192
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _onchip_fits((mid, mid + 1), 4) else (lo, mid)
+    assert lo > 1000, lo  # about 28 MB of shared memory on an H100/H200
+    for s in (lo, hi):
+        check((s, s + 1), 4)
+    assert torch_inplace.plan((lo, lo + 1), torch.float32, "cuda").algorithm == "onchip"
+    assert torch_inplace.plan((hi, hi + 1), torch.float32, "cuda").algorithm != "onchip"
+
+
+def test_onchip_refuses_what_does_not_fit():
+    x = rand_tensor((10007, 10009), 4)
+    before = x.clone()
+    with pytest.raises(RuntimeError, match="onchip"):
+        torch_inplace.transpose_(x, algorithm="onchip")
+    assert same_bytes(x, before)
+
+
+def test_onchip_many_small_matrices_and_streams():
+    # A batch of tiny matrices (many tiles per block), and two streams each running on-chip plans.
+    for shape in [(20000, 3, 5), (4096, 8, 8), (300, 31, 33), (7, 1, 5, 9)]:
+        for esize in (1, 4, 16):
+            check(shape, esize)
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    xs = [rand_tensor((700, 900), 4) for _ in range(4)]
+    wants = [x.mT.contiguous() for x in xs]
+    torch.cuda.synchronize()
+    for k, x in enumerate(xs):
+        with torch.cuda.stream(s1 if k % 2 else s2):
+            torch.ops.inplace._transpose_data_(x)
+    torch.cuda.synchronize()
+    for x, w in zip(xs, wants):
+        assert same_bytes(x.view(w.shape), w)

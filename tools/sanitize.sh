@@ -1,7 +1,8 @@
 #!/bin/bash
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the cluster column engine and with the universal engine (reflections + cycle
-# following), shared-memory and global-slot row shuffles, 1/4/8/16-byte elements, batches, > 1 cluster block.
+# following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel, 1/2/4/8/16-byte
+# elements, batches, > 1 cluster block.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 set -u
 cd "$(dirname "$0")/.."
@@ -15,13 +16,19 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          ((6000, 40), 4, "c2r"),
          # skinny sequence 2.1: k | N (two passes, batched) and the Karlsson cut (ordered shift), both directions
          ((1001, 5), 4, "skinny"), ((5, 1001), 4, "skinny"), ((3, 9, 2000), 8, "skinny"), ((2, 517, 31), 2, "skinny"),
-         ((20011, 13), 4, "skinny"), ((13, 20011), 1, "skinny"), ((4096, 64), 16, "skinny")]
-knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal"}, {"TORCH_INPLACE_GPU_ROWS": "global"}]
+         ((20011, 13), 4, "skinny"), ((13, 20011), 1, "skinny"), ((4096, 64), 16, "skinny"),
+         # on chip: one cooperative kernel, grid barrier between the reads and the writes
+         ((300, 7), 4, "onchip"), ((3, 65, 67), 8, "onchip"), ((1000, 999), 1, "onchip"), ((5, 301), 16, "onchip"),
+         ((4000, 20), 2, "onchip"), ((2000, 1999), 4, "onchip")]
+knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
 for kv in knobs:
-    os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None); os.environ.pop("TORCH_INPLACE_GPU_ROWS", None)
+    for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP"):
+        os.environ.pop(k, None)
     os.environ.update(kv)
+    torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans
     for shape, es, algo in cases:
         x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
         want = x.mT.clone(memory_format=torch.contiguous_format)

@@ -45,7 +45,7 @@ __version__ = "0.1.0"
 _ops = torch.ops.inplace
 
 ALGORITHMS = ("auto", "noop", "square", "c2r", "r2c", "skinny", "tiled31", "tiled32", "tiled21", "tiled22",
-              "padded", "cut")
+              "padded", "cut", "onchip")
 
 
 def algorithms() -> tuple[str, ...]:

@@ -181,6 +181,65 @@ plan::Algo parse_algorithm(const std::string& name, const char* op) {
   TORCH_CHECK(false, op, ": expected algorithm to be one of ", os.str(), ", got '", name, "'");
 }
 
+namespace {
+
+struct PlanKey {
+  int64_t batch, rows, cols, esize, slack, limit;
+  int forced, device_type, device_index, threads;
+  bool operator==(const PlanKey& o) const {
+    return batch == o.batch && rows == o.rows && cols == o.cols && esize == o.esize && slack == o.slack &&
+           limit == o.limit && forced == o.forced && device_type == o.device_type &&
+           device_index == o.device_index && threads == o.threads;
+  }
+};
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : {k.batch, k.rows, k.cols, k.esize, k.slack, k.limit, int64_t{k.forced}, int64_t{k.device_type},
+                      int64_t{k.device_index}, int64_t{k.threads}}) {
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+std::mutex g_plan_mutex;
+std::unordered_map<PlanKey, std::shared_ptr<const plan::Plan>, PlanKeyHash> g_plans;
+constexpr size_t kMaxCachedPlans = 4096;
+
+}  // namespace
+
+std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10::Device& device, plan::Algo forced,
+                                              const char* op) {
+  const plan::DeviceCaps caps = device_caps(device);
+  const PlanKey key{p.batch,
+                    p.rows,
+                    p.cols,
+                    p.esize,
+                    p.slack_bytes,
+                    workspace_limit(),
+                    static_cast<int>(forced),
+                    static_cast<int>(device.type()),
+                    device.has_index() ? device.index() : -1,
+                    caps.num_threads};
+  {
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return it->second;
+  }
+  auto made = std::make_shared<const plan::Plan>(plan_or_throw(p, device, forced, op));
+  std::lock_guard<std::mutex> lock(g_plan_mutex);
+  if (g_plans.size() >= kMaxCachedPlans) g_plans.clear();
+  g_plans.emplace(key, made);
+  return made;
+}
+
+void clear_plan_cache() {
+  std::lock_guard<std::mutex> lock(g_plan_mutex);
+  g_plans.clear();
+}
+
 plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan::Algo forced, const char* op) {
   try {
     return plan::make_plan(p, device_caps(device), forced, workspace_limit());

@@ -3,6 +3,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
+
 #include "plan/transpose_plan.h"
 
 namespace torch_inplace {
@@ -47,5 +49,13 @@ plan::Algo parse_algorithm(const std::string& name, const char* op);
 
 // make_plan with the op's workspace limit; PlanError becomes a TORCH_CHECK failure naming `op`.
 plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan::Algo forced, const char* op);
+
+// plan_or_throw through a per-process cache keyed by the problem, device, forced algorithm, workspace limit and
+// the device's capabilities: a repeated shape costs one hash lookup instead of a planning pass (the planner
+// builds every candidate and its explanation). Errors are not cached. The planner's test knobs
+// (TORCH_INPLACE_GPU_* environment variables) are read when a plan is made: clear_plan_cache() after changing them.
+std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10::Device& device, plan::Algo forced,
+                                              const char* op);
+void clear_plan_cache();
 
 }  // namespace torch_inplace

@@ -81,6 +81,7 @@ std::vector<int64_t> workspace_stats_op() {
   return {s.last_bytes, s.peak_bytes, s.total_bytes, s.calls};
 }
 void reset_workspace_stats_op() { reset_workspace_stats(); }
+void clear_plan_cache_op() { clear_plan_cache(); }
 
 at::Tensor empty_transposable_op(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                  std::optional<c10::Device> device) {
@@ -138,6 +139,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);
   m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
+  m.def("_clear_plan_cache() -> ()", &clear_plan_cache_op);
   m.def("empty_transposable(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         &empty_transposable_op);
 }

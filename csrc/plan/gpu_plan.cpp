@@ -1,6 +1,7 @@
 // GPU planner (CUDA and HIP). Owned by the GPU engine; see transpose_plan.h for the contract.
 //
 // Candidates, best first:
+//   onchip  (fits on chip)      one cooperative kernel: every tile into shared memory, grid barrier, write back;
 //   square  (rows == cols)      tile-pair swaps, one pass, no scratch;
 //   skinny  (short side 2..64)  sequence 2.1 (k x F tiles on chip, then k-element super-elements by cycle
 //                               following) with a Karlsson cut of the N mod k rows (plan_skinny21);
@@ -190,6 +191,67 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   if (to_aos) plan.reason += " (steps inverted)";
   return plan;
 }
+// On chip (kernels/transpose/onchip.cuh): when every tile of the tensor fits in the shared memory of one block
+// per SM, one cooperative kernel reads everything, syncs the grid, and writes everything transposed -- the traffic
+// of a copy, one launch, no scratch. Tiles: side x side (a balanced split of each dim, so edge tiles waste little),
+// or the whole short side by a long run of the other (AoS <-> SoA: whole rows in, long runs out). The row stride
+// makes a column read hit distinct banks: s * esize / 4 odd (esize <= 4), s odd (esize >= 8).
+constexpr int64_t kOnChipTileRecord = 16; // sizeof(kernels::OnChipTile)
+
+int64_t onchip_side(int64_t es) { return es == 1 ? 128 : es <= 4 ? 64 : 32; }
+
+// Balanced split of `len` into pieces of at most `most`: the piece length.
+int64_t balanced(int64_t len, int64_t most) {
+  const int64_t pieces = ceil_div(len, std::max<int64_t>(1, most));
+  return ceil_div(len, pieces);
+}
+
+int64_t onchip_stride(int64_t tc, int64_t es) {
+  int64_t s = tc;
+  if (es >= 8) return s | 1;
+  while ((s * es) % 4 != 0 || ((s * es) / 4) % 2 == 0) ++s;
+  return s;
+}
+
+bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
+  const int64_t m = p.rows, n = p.cols, es = p.esize;
+  const int64_t side = onchip_side(es), elems = side * side;
+  int64_t tr, tc;
+  if (n < side && m > side) {
+    tc = n;
+    tr = balanced(m, std::max(side, elems / n));
+  } else if (m < side && n > side) {
+    tr = m;
+    tc = balanced(n, std::max(side, elems / m));
+  } else {
+    tr = balanced(m, side);
+    tc = balanced(n, side);
+  }
+  const int64_t s = onchip_stride(tc, es);
+  const int64_t tiles = p.batch * ceil_div(m, tr) * ceil_div(n, tc);
+  const int64_t numel = p.batch * m * n;
+  if (caps.num_sms <= 0 || numel >= (int64_t{1} << 31) || tiles >= (int64_t{1} << 31)) return false;
+  const int64_t per_block = ceil_div(tiles, caps.num_sms);
+  const int64_t smem = align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
+  if (smem > smem_budget(caps)) return false;
+  Plan::GpuSteps g;
+  g.oc_tr = tr;
+  g.oc_tc = tc;
+  g.oc_s = s;
+  g.oc_per_block = per_block;
+  g.oc_grid = ceil_div(tiles, per_block);
+  g.oc_smem = smem;
+  plan.algo = Algo::OnChip;
+  plan.problem = p;
+  plan.gpu = g;
+  plan.scratch_bytes = 0;
+  plan.reason = "the tensor fits in shared memory (" + std::to_string(g.oc_grid) + " blocks of " +
+                std::to_string(smem) + " B): one cooperative kernel stages " + std::to_string(tiles) + " tiles of " +
+                std::to_string(tr) + " x " + std::to_string(tc) +
+                ", syncs the grid and writes them transposed (one read and one write per element)";
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -239,6 +301,11 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   };
   const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   const bool tall = p.rows > p.cols;
+  // On chip first wherever it fits (TORCH_INPLACE_GPU_ONCHIP=0 keeps it out of auto plans, for tests).
+  if (forced == Algo::OnChip || (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_ONCHIP", "0"))) {
+    Plan oc;
+    if (plan_onchip(p, caps, oc)) out.push_back(oc);
+  }
   if (want(Algo::Square) && p.rows == p.cols) {
     Plan sq = make(Algo::Square, false, "rows == cols: swap tile pairs across the diagonal, one pass, no scratch");
     sq.scratch_bytes = 0;

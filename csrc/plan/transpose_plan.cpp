@@ -8,7 +8,8 @@ namespace plan {
 
 namespace {
 const char* const kNames[] = {"auto",    "noop",    "square",  "c2r",     "r2c",    "skinny",
-                              "tiled31", "tiled32", "tiled21", "tiled22", "padded", "cut"};
+                              "tiled31", "tiled32", "tiled21", "tiled22", "padded", "cut",
+                              "onchip"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Algo::kCount), "algo names");
 
 int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }

@@ -25,6 +25,7 @@ enum class Algo : int {
   Tiled22,    // sequence 2.2: 100!, 010! (M x n tiles on chip)
   Padded,     // pad to a well-factored shape inside the storage's slack, tile, unpad (paper 000 sec. 6.2)
   Cut,        // cut the awkward rows/columns into scratch, tile the rest, re-insert (Karlsson, paper 004)
+  OnChip,     // GPU: the whole tensor fits in shared memory: one cooperative kernel, read all, grid barrier, write
   kCount
 };
 
@@ -93,6 +94,9 @@ struct Plan {
     // sk_group_bytes: shared memory a tile block aims at (several short tiles per block).
     int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
     int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
+    // On chip (kernels/transpose/onchip.cuh): oc_tr x oc_tc tiles staged with row stride oc_s, oc_per_block
+    // tiles in each of oc_grid blocks, oc_smem bytes of shared memory per block.
+    int64_t oc_tr = 0, oc_tc = 0, oc_s = 0, oc_per_block = 0, oc_grid = 0, oc_smem = 0;
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

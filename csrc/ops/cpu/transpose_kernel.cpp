@@ -417,7 +417,9 @@ void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
   const char* op = "transpose_";
   check_transposable(self, op, CheckLevel::kMemory);
   const plan::Problem problem = transpose_problem(self);
-  const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  const std::shared_ptr<const plan::Plan> cached =
+      plan_cached(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  const plan::Plan& pl = *cached;
   if (pl.algo == plan::Algo::Noop) {
     record_workspace(0);
     return;

@@ -46,7 +46,9 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
   check_transposable(self, op, CheckLevel::kMemory);
   const c10::cuda::CUDAGuard guard(self.device());
   const plan::Problem problem = transpose_problem(self);
-  const plan::Plan pl = plan_or_throw(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  const std::shared_ptr<const plan::Plan> cached =
+      plan_cached(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
+  const plan::Plan& pl = *cached;
   if (pl.algo == plan::Algo::Noop) {
     record_workspace(0);
     return;

@@ -16,6 +16,7 @@
 
 #include "kernels/transpose/catanzaro.cuh"
 #include "kernels/transpose/cluster_columns.cuh"
+#include "kernels/transpose/onchip.cuh"
 #include "kernels/transpose/skinny.cuh"
 #include "kernels/transpose/square.cuh"
 #include "kernels/transpose/tiles.cuh"
@@ -66,6 +67,25 @@ cudaError_t allow_smem(K kernel, int64_t bytes) {
     return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(bytes));
   }
+  return cudaSuccess;
+}
+
+// Raises a kernel's dynamic shared memory limit to `bytes` once per (kernel, device): the attribute is sticky,
+// and setting it on every call would cost a driver call per launch.
+template <typename K>
+cudaError_t allow_smem_once(K kernel, int64_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int64_t> done;
+  int dev = 0;
+  TI_CHECK(cudaGetDevice(&dev));
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), dev);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = done.find(key);
+  if (it != done.end() && it->second >= bytes) return cudaSuccess;
+  TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(bytes)));
+  done[key] = bytes;
   return cudaSuccess;
 }
 
@@ -374,12 +394,50 @@ struct Engine {
     return cudaSuccess;
   }
 
+  // ---- on chip: one cooperative kernel (kernels/transpose/onchip.cuh) ------------------------------------------
+  cudaError_t onchip() {
+    const auto& g = pl.steps;
+    OnChipGeo geo;
+    geo.m = static_cast<uint32_t>(pl.rows);
+    geo.n = static_cast<uint32_t>(pl.cols);
+    geo.tr = static_cast<uint32_t>(g.oc_tr);
+    geo.tc = static_cast<uint32_t>(g.oc_tc);
+    geo.s = static_cast<uint32_t>(g.oc_s);
+    const int64_t tj = (pl.cols + g.oc_tc - 1) / g.oc_tc, ti = (pl.rows + g.oc_tr - 1) / g.oc_tr;
+    geo.tiles = static_cast<uint32_t>(batch * ti * tj);
+    geo.per_block = static_cast<uint32_t>(g.oc_per_block);
+    geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
+    geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
+    auto k = onchip_transpose_kernel<T>;
+    TI_CHECK(allow_smem_once(k, g.oc_smem));
+#if TI_HIP
+    void* args[] = {&data, &geo};
+    TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(k), dim3(static_cast<unsigned>(g.oc_grid)),
+                                        dim3(kOnChipThreads), args, static_cast<unsigned>(g.oc_smem), stream));
+#else
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(g.oc_grid));
+    cfg.blockDim = dim3(kOnChipThreads);
+    cfg.dynamicSmemBytes = static_cast<size_t>(g.oc_smem);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    TI_CHECK(cudaLaunchKernelEx(&cfg, k, data, geo));
+#endif
+    TI_LAUNCH_CHECK();
+    return cudaSuccess;
+  }
+
   cudaError_t run() {
     switch (static_cast<plan::Algo>(pl.algo)) {
       case plan::Algo::Square: return square();
       case plan::Algo::C2R:
       case plan::Algo::R2C: return catanzaro();
       case plan::Algo::Skinny: return pl.steps.sk_k > 0 ? skinny21() : catanzaro();
+      case plan::Algo::OnChip: return onchip();
       default: return cudaErrorNotSupported;
     }
   }

@@ -1,0 +1,173 @@
+// In-place transposition of a whole (batch, m, n) tensor that fits in the GPU's shared memory: one cooperative
+// kernel reads every element once into shared memory, waits at a grid-wide barrier, and writes every element
+// once to its transposed position. Nothing is read after the barrier, so no write can clobber an unread element;
+// no scratch in global memory, one launch, one read and one write of each element (the copy's traffic).
+//
+// The tensor is cut into TR x TC tiles (tiles of a matrix never straddle matrices); block b holds the tiles
+// [b * per_block, (b + 1) * per_block). A tile is staged row-major with an odd row stride S in elements, so the
+// write phase's column reads spread over the banks. Each thread walks its elements by a mixed-radix counter
+// (tile, row, col) advanced by the block size, so the loops need no division.
+//
+// Launch: cooperatively (cudaLaunchAttributeCooperative / hipLaunchCooperativeKernel), grid = number of blocks
+// that hold all tiles (at most one block per SM), kOnChipThreads threads, dynamic shared memory
+// onchip_smem_bytes(...). Device code only; plain types.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common.cuh"
+#include "kernels/transpose/divmod.cuh"
+
+#if TI_HIP
+#include <hip/hip_cooperative_groups.h>
+#else
+#include <cooperative_groups.h>
+#endif
+
+namespace torch_inplace {
+namespace kernels {
+
+constexpr int kOnChipThreads = 1024;
+// Elements in flight per thread: 64 bytes for 4- to 16-byte elements (the register budget of 64 per thread at
+// 1024 threads), 16 elements for narrower ones.
+template <typename T>
+constexpr int onchip_unroll() {
+  return sizeof(T) <= 4 ? 16 : static_cast<int>(64 / sizeof(T));
+}
+
+// Geometry of an on-chip transposition (built on the host by the launcher from the plan).
+struct OnChipGeo {
+  uint32_t m = 0, n = 0;             // each matrix is m x n, becomes n x m
+  uint32_t tr = 1, tc = 1, s = 1;    // tile rows / cols, smem row stride (elements, odd)
+  uint32_t tiles = 0;                // tiles in the tensor
+  uint32_t per_block = 0;            // tiles a block holds
+  DivMod<uint32_t> tiles_j, tiles_i; // tiles per row of tiles, per matrix (tiles_i = tiles_j * row tiles)
+};
+
+struct OnChipTile {
+  uint32_t src, dst, rows, cols;     // element offsets of the tile's corner, in the source and the result
+};
+
+// Bytes of dynamic shared memory: the tile table, then the tiles (16-byte aligned).
+TI_HOST_DEVICE uint32_t onchip_table_bytes(uint32_t per_block) {
+  return (per_block * static_cast<uint32_t>(sizeof(OnChipTile)) + 15u) / 16u * 16u;
+}
+
+// (t, a, b) += (dt, da, db) in the mixed radix (*, A, B), with da < A and db < B.
+TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint32_t da, uint32_t db, uint32_t A,
+                        uint32_t B) {
+  b += db;
+  if (b >= B) {
+    b -= B;
+    ++a;
+  }
+  a += da;
+  if (a >= A) {
+    a -= A;
+    ++t;
+  }
+  t += dt;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ data, OnChipGeo geo) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
+  T* tiles = reinterpret_cast<T*>(smem_raw + onchip_table_bytes(geo.per_block));
+  const uint32_t first = blockIdx.x * geo.per_block;
+  const uint32_t count = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
+  const uint32_t mn = geo.m * geo.n;
+  for (uint32_t k = threadIdx.x; k < count; k += blockDim.x) {
+    uint32_t rest, tj;
+    const uint32_t b = geo.tiles_i.div(first + k, &rest);
+    const uint32_t ti = geo.tiles_j.div(rest, &tj);
+    const uint32_t r0 = ti * geo.tr, c0 = tj * geo.tc;
+    OnChipTile t;
+    t.src = b * mn + r0 * geo.n + c0;
+    t.dst = b * mn + c0 * geo.m + r0;
+    t.rows = geo.m - r0 < geo.tr ? geo.m - r0 : geo.tr;
+    t.cols = geo.n - c0 < geo.tc ? geo.n - c0 : geo.tc;
+    table[k] = t;
+  }
+  __syncthreads();
+
+  const uint32_t tile_elems = geo.tr * geo.tc;
+  const uint32_t tile_smem = geo.tr * geo.s;
+  const uint32_t total = count * tile_elems;
+  const uint32_t step = blockDim.x;
+  constexpr int U = onchip_unroll<T>();
+  const uint32_t stride = U * step;
+
+  // Phase 1: tiles -> shared memory, walking (tile, i, j) in the source's order.
+  {
+    const uint32_t dt = step / tile_elems, dr = step % tile_elems, di = dr / geo.tc, dj = dr % geo.tc;
+    uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
+    uint32_t i = w / geo.tc, j = w % geo.tc;
+    for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
+      T v[U];
+      uint32_t at[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        at[u] = ~0u;
+        if (e0 + u * step < total) {
+          const OnChipTile t = table[tl];
+          if (i < t.rows && j < t.cols) {
+            v[u] = data[t.src + i * geo.n + j];
+            at[u] = tl * tile_smem + i * geo.s + j;
+          }
+        }
+        advance3(tl, i, j, dt, di, dj, geo.tr, geo.tc);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (at[u] != ~0u) tiles[at[u]] = v[u];
+      }
+    }
+  }
+
+  // Every element of the tensor is on chip once every block is here.
+  __syncthreads();
+  cooperative_groups::this_grid().sync();
+
+  // Phase 2: shared memory -> the transposed tiles, walking (tile, j, i) in the result's order.
+  {
+    const uint32_t dt = step / tile_elems, dr = step % tile_elems, dj = dr / geo.tr, di = dr % geo.tr;
+    uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
+    uint32_t j = w / geo.tr, i = w % geo.tr;
+    for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
+      T v[U];
+      uint32_t at[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        at[u] = ~0u;
+        if (e0 + u * step < total) {
+          const OnChipTile t = table[tl];
+          if (i < t.rows && j < t.cols) {
+            v[u] = tiles[tl * tile_smem + i * geo.s + j];
+            at[u] = t.dst + j * geo.m + i;
+          }
+        }
+        advance3(tl, j, i, dt, dj, di, geo.tc, geo.tr);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (at[u] != ~0u) data[at[u]] = v[u];
+      }
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+namespace torch_inplace {
+namespace kernels {
+template __global__ void onchip_transpose_kernel<uint8_t>(uint8_t*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<uint16_t>(uint16_t*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<uint32_t>(uint32_t*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<uint64_t>(uint64_t*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<Bytes16>(Bytes16*, OnChipGeo);
+}  // namespace kernels
+}  // namespace torch_inplace
+#endif
