@@ -26,6 +26,9 @@ TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
   return r;
 }
 
+// Threads per block of the shared-memory row shuffle; its index walk steps by this many elements.
+constexpr int kRowThreads = 512;
+
 // Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
 template <typename U>
 struct CatIdx {
@@ -33,11 +36,17 @@ struct CatIdx {
   U k, nk;                   // super-element width (elements) and elements per row, n * k
   bool wide_b;               // b >= 2^32: ainv * t needs a 128-bit product
   bool small_b;              // b < 2^16: ainv * t fits 32 bits
+  bool small_a;              // a < 2^16 - 1: binv * x (x <= a) fits 32 bits
   DivMod<U> dm_m, dm_n, dm_c, dm_a, dm_b;
   DivMod<uint64_t> dm_b64;
   DivMod<uint32_t> dm_b32;
   DivMod<uint64_t> dm_a64;
+  DivMod<uint32_t> dm_a32;
   DivMod<U> dm_k, dm_nk;
+  // Increments that walk row_gather / row_scatter2 along a row in steps of kRowThreads elements with adds and
+  // compares instead of divisions (row_walk_*): the step mod c; (ainv * ((step / c) mod b)) mod b; the step
+  // mod b; (step / b) mod m; (step * m) mod n.
+  U rs_c = 0, rs_s = 0, rs_b = 0, rs_x = 0, rs_y = 0;
 
   CatIdx() = default;
   explicit CatIdx(const c2r::Params& p, int64_t super = 1)
@@ -48,10 +57,75 @@ struct CatIdx {
         dm_m(static_cast<U>(p.m)), dm_n(static_cast<U>(p.n)), dm_c(static_cast<U>(p.c)),
         dm_a(static_cast<U>(p.a)), dm_b(static_cast<U>(p.b)), dm_b64(static_cast<uint64_t>(p.b)),
         dm_b32(static_cast<uint32_t>(p.b < (int64_t{1} << 32) ? p.b : 1)), dm_a64(static_cast<uint64_t>(p.a)) {
+    small_a = p.a < (int64_t{1} << 16) - 1;
+    dm_a32 = DivMod<uint32_t>(static_cast<uint32_t>(small_a ? p.a : 1));
     k = static_cast<U>(super);
     nk = static_cast<U>(p.n * super);
     dm_k = DivMod<U>(k);
     dm_nk = DivMod<U>(nk);
+    const int64_t B = kRowThreads;
+    rs_c = static_cast<U>(B % p.c);
+    rs_s = static_cast<U>(c2r::mulmod(p.ainv, (B / p.c) % p.b, p.b));
+    rs_b = static_cast<U>(B % p.b);
+    rs_x = static_cast<U>((B / p.b) % p.m);
+    rs_y = static_cast<U>(c2r::mulmod(B % p.n, p.m % p.n, p.n));
+  }
+
+  // (ainv * (x mod b)) mod b.
+  TI_HOST_DEVICE U ainv_mod_b(U x) const {
+    const U t = dm_b.mod(x);
+    if (small_b) return static_cast<U>(dm_b32.mod(static_cast<uint32_t>(ainv) * static_cast<uint32_t>(t)));
+    if (!wide_b) return static_cast<U>(dm_b64.mod(static_cast<uint64_t>(ainv) * static_cast<uint64_t>(t)));
+    return static_cast<U>(mulmod_u64(static_cast<uint64_t>(ainv), static_cast<uint64_t>(t), static_cast<uint64_t>(b)));
+  }
+
+  // Row walks (k == 1, rows longer than kRowThreads): the state at (i, j), the source column it gives, and the
+  // state kRowThreads columns further along the same row. C2R (row_gather) is walked only below the last c - 1
+  // rows (i + c <= m), where eq. 31's correction term never applies: there f = j + i (n - 1) grows with j.
+  struct GatherWalk {
+    U fr, s;  // f mod c, (ainv * ((f / c) mod b)) mod b
+  };
+  TI_HOST_DEVICE GatherWalk gather_walk_at(U i, U j) const {
+    GatherWalk w;
+    const U fc = dm_c.div(j + i * (n - 1), &w.fr);
+    w.s = ainv_mod_b(fc);
+    return w;
+  }
+  TI_HOST_DEVICE U gather_walk_src(const GatherWalk& w) const { return w.s + w.fr * b; }
+  TI_HOST_DEVICE void gather_walk_next(GatherWalk& w) const {
+    w.fr += rs_c;
+    const bool carry = w.fr >= c;
+    if (carry) w.fr -= c;
+    w.s += rs_s;
+    if (w.s >= b) w.s -= b;
+    if (carry) {
+      w.s += ainv;
+      if (w.s >= b) w.s -= b;
+    }
+  }
+  struct ScatterWalk {
+    U jr, x, y;  // j mod b, (i + j / b) mod m, (j m) mod n
+  };
+  TI_HOST_DEVICE ScatterWalk scatter_walk_at(U i, U j) const {
+    ScatterWalk w;
+    w.x = i + dm_b.div(j, &w.jr);
+    if (w.x >= m) w.x -= m;
+    w.y = dm_n.mod(j * m);
+    return w;
+  }
+  TI_HOST_DEVICE U scatter_walk_src(const ScatterWalk& w) const { return dm_n.mod(w.x + w.y); }
+  TI_HOST_DEVICE void scatter_walk_next(ScatterWalk& w) const {
+    w.jr += rs_b;
+    const bool carry = w.jr >= b;
+    if (carry) w.jr -= b;
+    w.x += rs_x;
+    if (w.x >= m) w.x -= m;
+    if (carry) {
+      w.x += 1;
+      if (w.x >= m) w.x -= m;
+    }
+    w.y += rs_y;
+    if (w.y >= n) w.y -= n;
   }
 
   // C2R step 2, gather form d'^-1_i(j) (eq. 31).
@@ -62,16 +136,7 @@ struct CatIdx {
     if (i + c > m + jr) f += m;
     U fr;
     const U fc = dm_c.div(f, &fr);
-    const U t = dm_b.mod(fc);
-    U s;
-    if (small_b) {
-      s = static_cast<U>(dm_b32.mod(static_cast<uint32_t>(ainv) * static_cast<uint32_t>(t)));
-    } else if (!wide_b) {
-      s = static_cast<U>(dm_b64.mod(static_cast<uint64_t>(ainv) * static_cast<uint64_t>(t)));
-    } else {
-      s = static_cast<U>(mulmod_u64(static_cast<uint64_t>(ainv), static_cast<uint64_t>(t), static_cast<uint64_t>(b)));
-    }
-    return s + fr * b;
+    return ainv_mod_b(fc) + fr * b;
   }
   // R2C step 2 (inverse row shuffle), gather with d'_i(j) = ((i + j/b) mod m + j*m) mod n (eq. 24).
   TI_HOST_DEVICE U row_scatter2(U i, U j) const {
@@ -83,11 +148,16 @@ struct CatIdx {
   }
   // q^-1(k) = (b^-1 * floor((c - 1 + k) / c)) mod a + (((c - 1) k) mod c) * a   (eq. 34; b^-1 = mmi(b, a)).
   TI_HOST_DEVICE U q_inv(U k) const {
+    if (c == 1) return mod_a(binv, k);
     U r;
     const U x = dm_c.div(c - 1 + k, &r);
     dm_c.div(k, &r);
-    const U lo = static_cast<U>(dm_a64.mod(static_cast<uint64_t>(binv) * static_cast<uint64_t>(x)));
-    return lo + (r == 0 ? U(0) : c - r) * a;
+    return mod_a(binv, x) + (r == 0 ? U(0) : c - r) * a;
+  }
+  // (x * y) mod a for x < a, y <= a: a 32-bit product and division where a < 2^16.
+  TI_HOST_DEVICE U mod_a(U x, U y) const {
+    if (small_a) return static_cast<U>(dm_a32.mod(static_cast<uint32_t>(x) * static_cast<uint32_t>(y)));
+    return static_cast<U>(dm_a64.mod(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)));
   }
   // q(i) = (i*n - i/a) mod m (eq. 26 without the column term); i/a < c <= m.
   TI_HOST_DEVICE U q(U i) const {
@@ -162,7 +232,6 @@ TI_DEVICE U add_mod(U x, U y, U m) {
 
 // ---- row shuffle in shared memory: rows_per_block whole rows per block ----------------------------------
 // Gather out(i, j) = in(i, src(i, j)) with src = row_gather (C2R) or row_scatter2 (R2C).
-constexpr int kRowThreads = 512;
 constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
@@ -172,7 +241,7 @@ __global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __rest
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U nk = P.nk;
-  constexpr int K = 8;
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per thread
   for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_block; row0 < total_rows;
        row0 += static_cast<int64_t>(gridDim.x) * rows_per_block) {
     const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
@@ -195,6 +264,54 @@ __global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __rest
     const U m = P.m;
     const int64_t mat0 = row0 / static_cast<int64_t>(m);
     const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(m));
+    if (P.k == 1 && nk > static_cast<U>(kRowThreads) && blockDim.x == static_cast<unsigned>(kRowThreads)) {
+      // Rows longer than the block: thread x visits columns x, x + B, ... of row 0, then of row 1, ...; within a
+      // row the source column follows by row_walk increments, and a new row restarts the walk.
+      U r = 0, j = threadIdx.x, i = i0;
+      const U B = static_cast<U>(kRowThreads);
+      bool tail = kC2R && i + P.c > m;
+      typename CatIdx<U>::GatherWalk gw{};
+      typename CatIdx<U>::ScatterWalk sw{};
+      if (kC2R) {
+        if (!tail) gw = P.gather_walk_at(i, j);
+      } else {
+        sw = P.scatter_walk_at(i, j);
+      }
+      for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+        T v[K];
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          const U t = t0 + static_cast<U>(s) * blockDim.x;
+          if (t < cnt) {
+            const U src = kC2R ? (tail ? P.row_gather(i, j) : P.gather_walk_src(gw)) : P.scatter_walk_src(sw);
+            v[s] = sm[r * nk + src];
+          }
+          j += B;
+          if (j >= nk) {  // next row (B < nk: exactly one)
+            j -= nk;
+            ++r;
+            if (++i == m) i = 0;
+            if (kC2R) {
+              tail = i + P.c > m;
+              if (!tail) gw = P.gather_walk_at(i, j);
+            } else {
+              sw = P.scatter_walk_at(i, j);
+            }
+          } else if (kC2R) {
+            if (!tail) P.gather_walk_next(gw);
+          } else {
+            P.scatter_walk_next(sw);
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          const U t = t0 + static_cast<U>(s) * blockDim.x;
+          if (t < cnt) g[t] = v[s];
+        }
+      }
+      __syncthreads();
+      continue;
+    }
     for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
 #pragma unroll

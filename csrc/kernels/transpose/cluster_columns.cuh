@@ -33,8 +33,13 @@ struct PanelStep {
   const CatIdx<U>* P;
   int step;
   U j0s, j0m, c0;  // the panel's first (super-)column j0s, j0s mod m, j0s / b
+  bool unit;       // no super-elements (k == 1) and the panel no wider than m: j - j0s is f_j of the shuffles
   TI_DEVICE U fine(U e) const {  // f_j mod m for element column e (super-column j = e / k)
     U r;
+    if (unit) {
+      if (step == kPreRotate || step == kPostRotate) return P->dm_b.div(e, &r) - c0;
+      return e - j0s;
+    }
     const U j = P->dm_k.div(e, &r);
     if (step == kPreRotate || step == kPostRotate) return P->dm_b.div(j, &r) - c0;  // < W/b + 1 <= m
     return P->dm_m.mod(j - j0s);
@@ -72,7 +77,13 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
   cluster.sync();
   const bool forward = step == kPostRotate || step == kInvColShuffle;  // fine shift adds f_j (else subtracts)
   // Slot of row d (any row of the panel): (rank, local row).
-  auto slot = [&](U d, uint32_t* rr) { return dm_R.div(static_cast<uint32_t>(d), rr); };
+  auto slot = [&](U d, uint32_t* rr) {
+    if (d >= row0 && d - row0 < R) {  // most moves stay in the block (the fine shift is < W rows)
+      *rr = static_cast<uint32_t>(d - row0);
+      return rank;
+    }
+    return dm_R.div(static_cast<uint32_t>(d), rr);
+  };
   for (int64_t pnl = cid; pnl < total_panels; pnl += nclusters) {
     const int64_t k = pnl / panels;
     PanelStep<U> ps;
@@ -83,6 +94,7 @@ __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict_
     ps.j0s = P.dm_k.div(j0, &r0);
     ps.j0m = P.dm_m.mod(ps.j0s);
     ps.c0 = P.dm_b.div(ps.j0s, &r0);
+    ps.unit = P.k == 1 && W <= m;
     const uint32_t w = n - j0 < W ? static_cast<uint32_t>(n - j0) : W;
     T* A = base + k * static_cast<int64_t>(m) * n + j0;
     // Phase 1.
