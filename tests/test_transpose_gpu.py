@@ -2,7 +2,8 @@
 
 Every result is compared byte for byte with ``x.mT.contiguous()`` (cloned) on random bytes (never zeros).
 Engines that the planner would not pick on this GPU are reached through the test knobs of gpu_plan.cpp:
-TORCH_INPLACE_GPU_COLUMNS=universal (reflections + cycle following instead of cluster shared memory),
+TORCH_INPLACE_GPU_COLUMNS=universal (reflections + cycle following instead of shared memory) or =cluster (a
+thread-block cluster's distributed shared memory instead of the whole GPU's),
 TORCH_INPLACE_GPU_ROWS=global (global row slots instead of shared memory) and TORCH_INPLACE_GPU_ONCHIP=0 (keeps
 the on-chip plan, which takes every tensor that fits in shared memory, out of auto plans so that small shapes
 still reach the multi-pass engines).
@@ -140,6 +141,7 @@ def test_forced_algorithms(esize, algorithm):
 
 
 @pytest.mark.parametrize("knobs", [dict(TORCH_INPLACE_GPU_COLUMNS="universal"),
+                                   dict(TORCH_INPLACE_GPU_COLUMNS="cluster"),
                                    dict(TORCH_INPLACE_GPU_ROWS="global"),
                                    dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global")])
 @pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
@@ -253,7 +255,7 @@ def test_unimplemented_algorithms_raise_cleanly():
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
-                                   NO_ONCHIP])
+                                   NO_ONCHIP, dict(TORCH_INPLACE_GPU_COLUMNS="cluster", **NO_ONCHIP)])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
                                    (3, 4096, 33), (2, 33, 5001)])
 def test_cuda_graph(knobs, shape):
@@ -411,3 +413,15 @@ def test_onchip_many_small_matrices_and_streams():
     torch.cuda.synchronize()
     for x, w in zip(xs, wants):
         assert same_bytes(x.view(w.shape), w)
+
+
+def test_column_engines_explain_and_agree():
+    # Large shapes take the whole-GPU column panels; the cluster engine stays reachable and gives the same bytes.
+    p = torch_inplace.plan((13441, 9721), torch.float32, "cuda")
+    assert p.algorithm == "c2r" and "whole GPU" in p.explanation, p.explanation
+    for shape, esize in [((4099, 4093), 4), ((3001, 5000), 8), ((2, 3000, 1999), 2), ((6001, 1200), 16),
+                         ((1200, 6000), 1), ((20011, 997), 4)]:
+        for knobs in ({}, dict(TORCH_INPLACE_GPU_COLUMNS="cluster"), dict(TORCH_INPLACE_GPU_COLUMNS="grid")):
+            with env(**knobs, **NO_ONCHIP):
+                for algorithm in ("c2r", "r2c"):
+                    check(shape, esize, algorithm)

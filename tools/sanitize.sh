@@ -1,6 +1,6 @@
 #!/bin/bash
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
-# C2R / R2C / skinny with the cluster column engine and with the universal engine (reflections + cycle
+# C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel, 1/2/4/8/16-byte
 # elements, batches, > 1 cluster block.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
@@ -21,6 +21,7 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          ((300, 7), 4, "onchip"), ((3, 65, 67), 8, "onchip"), ((1000, 999), 1, "onchip"), ((5, 301), 16, "onchip"),
          ((4000, 20), 2, "onchip"), ((2000, 1999), 4, "onchip")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_COLUMNS": "cluster", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0

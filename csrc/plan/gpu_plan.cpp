@@ -8,8 +8,10 @@
 //                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first; the other direction as a fallback.
-// Each Catanzaro plan picks its column-step engine (one pass through a cluster's distributed shared memory when
-// a panel of the columns fits, else the universal reflection + cycle-following kernels) and its row-shuffle
+// Each Catanzaro plan picks its column-step engine (panels through the shared memory of the whole GPU, one
+// cooperative kernel per step, where a block's share of the rows is long enough; else one pass through a
+// cluster's distributed shared memory when a panel of the columns fits; else the universal reflection +
+// cycle-following kernels) and its row-shuffle
 // engine (shared memory when a row fits, else global row slots), and sizes its scratch exactly.
 // Thresholds (panel widths, cluster sizes, row block sizes) come from benchmarks/tune_transpose.py; its tables
 // are benchmarks/results/NVIDIA_H200/tune_transpose*.json. Measured there: 128-byte panels with clusters of up
@@ -28,8 +30,10 @@ namespace plan {
 
 namespace {
 
-// Test/benchmark knobs (environment, read per plan): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal
-// column kernels, TORCH_INPLACE_GPU_ROWS=global the global row slots, so every engine is testable on any GPU.
+// Test/benchmark knobs (environment, read when a plan is made; plans are cached per shape, so clear the cache
+// after changing them): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal column kernels, =cluster the
+// cluster engine, =grid the whole-GPU panels wherever they fit; TORCH_INPLACE_GPU_ROWS=global the global row
+// slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans. Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -53,6 +57,7 @@ int64_t smem_budget(const DeviceCaps& caps) {
 // override them for tuning runs).
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
+constexpr int64_t kGridColumnRunBytes = 400;  // whole-GPU column panels only when a block's runs are this long
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   const Problem& p = plan.problem;
@@ -84,9 +89,28 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
     g.slots_off = off;
     off += g.row_slots * align64(row_bytes);
   }
-  // Column steps: the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose
-  // m rows fit in the distributed shared memory of one cluster.
-  if (max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
+  // Column steps, first choice: panels through the shared memory of the whole GPU (one block per SM holds
+  // R = ceil(m / SMs) rows of the result), as wide as that memory allows -- runs of kilobytes per row instead of
+  // one 128-byte line. Needs no super-elements and a panel no wider than m. A block gathers its rows from runs of
+  // about R elements (the fine shift spreads each result row over W source rows), so it needs R * esize >= 400
+  // bytes: measured on an H200 against the cluster engine (general shapes, fp32 and fp64), R * esize of 250-370
+  // bytes ran 0.6-0.95x, 400 bytes and up 1.0-1.34x (median 1.12x fp32, 1.22x fp64).
+  if (super == 1 && caps.num_sms > 0 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal") &&
+      !env_is("TORCH_INPLACE_GPU_COLUMNS", "cluster")) {
+    const int64_t R = ceil_div(m, caps.num_sms);
+    int64_t W = std::min({n, m, budget / (R * es)});
+    W -= W % 2;  // even: the gather's diagonal writes to shared memory hit distinct banks
+    const bool forced_grid = env_is("TORCH_INPLACE_GPU_COLUMNS", "grid");
+    if (W * es >= 256 && W >= 2 && (R * es >= kGridColumnRunBytes || forced_grid)) {
+      g.grid_width = W;
+      g.grid_rows = R;
+      g.grid_blocks = ceil_div(m, R);
+      g.grid_smem = R * W * es;
+    }
+  }
+  // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in
+  // the distributed shared memory of one cluster.
+  if (g.grid_width == 0 && max_cluster > 1 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal")) {
     int64_t npow = 1;
     while (npow < n) npow *= 2;
     for (int64_t W = std::min(std::max<int64_t>(1, panel_bytes / es), npow); W >= 1; W /= 2) {
@@ -103,7 +127,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
       break;
     }
   }
-  if (g.col_cluster == 0) {
+  if (g.col_cluster == 0 && g.grid_width == 0) {
     g.bitmap_off = off;
     g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
     off += g.bitmap_bytes;
@@ -111,7 +135,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   g.super = super;
   plan.gpu = g;
   plan.scratch_bytes = off;
-  if (g.col_cluster > 0) {
+  if (g.grid_width > 0) {
+    plan.reason += "; columns in panels of " + std::to_string(g.grid_width) +
+                   " through the shared memory of the whole GPU (one cooperative kernel, " +
+                   std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows)";
+  } else if (g.col_cluster > 0) {
     plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
                    " blocks (panels of " + std::to_string(g.col_width) + " columns)";
   } else {

@@ -15,7 +15,6 @@
 namespace torch_inplace {
 namespace kernels {
 
-#if !TI_HIP
 // Every column step splits, for a panel of W columns starting at j0, into a per-column "fine" shift of less
 // than W rows and one row permutation pi shared by the whole panel (paper 003 sec. 4.6: coarse + fine):
 //   C2R pre-rotate   dst(k, j) = k - j/b        = pi(k - f_j),  f_j = j/b - j0/b,  pi(x) = x - j0/b
@@ -52,6 +51,7 @@ struct PanelStep {
   }
 };
 
+#if !TI_HIP
 template <typename T, typename U>
 __global__ void __launch_bounds__(kColThreads) col_cluster_kernel(T* __restrict__ base, CatIdx<U> P, int step,
                                                                   int w_log2, uint32_t R, DivMod<uint32_t> dm_R,

@@ -16,6 +16,7 @@
 
 #include "kernels/transpose/catanzaro.cuh"
 #include "kernels/transpose/cluster_columns.cuh"
+#include "kernels/transpose/grid_columns.cuh"
 #include "kernels/transpose/onchip.cuh"
 #include "kernels/transpose/skinny.cuh"
 #include "kernels/transpose/square.cuh"
@@ -236,6 +237,34 @@ struct Engine {
   //   inverse (R2C)         = scatter rows by q, then rotate right by j.
   cudaError_t col_step(const CatIdx<U>& P, int step) {
     const auto& g = pl.steps;
+    if (g.grid_width > 0) {
+      const int64_t panels = (nk() + g.grid_width - 1) / g.grid_width;
+      const int64_t total = panels * batch;
+      auto k = col_grid_kernel<T, U>;
+      TI_CHECK(allow_smem_once(k, g.grid_smem));
+      const uint32_t W = static_cast<uint32_t>(g.grid_width), R = static_cast<uint32_t>(g.grid_rows);
+#if TI_HIP
+      void* args[] = {&data, const_cast<CatIdx<U>*>(&P), &step, const_cast<uint32_t*>(&W),
+                      const_cast<uint32_t*>(&R), const_cast<int64_t*>(&panels), const_cast<int64_t*>(&total)};
+      TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(k),
+                                          dim3(static_cast<unsigned>(g.grid_blocks)), dim3(kGridColThreads), args,
+                                          static_cast<unsigned>(g.grid_smem), stream));
+#else
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(g.grid_blocks));
+      cfg.blockDim = dim3(kGridColThreads);
+      cfg.dynamicSmemBytes = static_cast<size_t>(g.grid_smem);
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeCooperative;
+      attr[0].val.cooperative = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      TI_CHECK(cudaLaunchKernelEx(&cfg, k, data, P, step, W, R, panels, total));
+#endif
+      TI_LAUNCH_CHECK();
+      return cudaSuccess;
+    }
     if (g.col_cluster > 0) {
 #if !TI_HIP
       int w_log2 = 0;

@@ -1,0 +1,160 @@
+// One column step of the Catanzaro decomposition with the whole GPU as the buffer: a cooperative kernel (one
+// block per SM) takes the columns in panels of W; for each panel every block gathers the R rows of the result it
+// owns into its shared memory, the grid meets at a barrier (every read of the panel done), and every block writes
+// its rows back. Reads and writes are runs of up to W elements (kilobytes, where the cluster kernel of
+// cluster_columns.cuh moves 128-byte runs), and panels touch disjoint columns, so one barrier per panel suffices.
+// k == 1 only (no super-elements).
+//
+// With the coarse + fine split of cluster_columns.cuh (row permutation pi shared by the panel, fine shift f_j < W
+// rows): block b owns slots [s0, s1) = [b R, b R + R) of the panel.
+//   fine then permute (pre-rotate, column shuffle: slot = x - f_j; post-rotate: slot = x + f_j): the block
+//     gathers slot s, column j from source row s + f_j (resp. s - f_j) and writes slot s to row pi(s);
+//   permute then fine (inverse column shuffle): row i, column j comes from slot i - f_j, whose source row is
+//     pi(i - f_j) (pi is q^-1 there, see PanelStep); the block gathers its rows i and writes them in place.
+// Either way the block reads the band of source rows y in [s0 - fmax, s1 + fmax), each row y contributing the
+// columns whose f_j puts it in [s0, s1): a contiguous run, since f_j does not decrease with j.
+#pragma once
+
+#include "kernels/transpose/cluster_columns.cuh"
+
+#if TI_HIP
+#include <hip/hip_cooperative_groups.h>
+#else
+#include <cooperative_groups.h>
+#endif
+
+namespace torch_inplace {
+namespace kernels {
+
+constexpr int kGridColThreads = 1024;
+
+template <typename T, typename U>
+__global__ void __launch_bounds__(kGridColThreads, 1)
+    col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
+                    int64_t total) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  const U m = P.m, n = P.nk;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int nwarps = blockDim.x / kWarpSize;
+  const U s0 = static_cast<U>(blockIdx.x) * R;
+  const U s1 = s0 >= m ? s0 : (m - s0 < R ? m : s0 + R);
+  const bool rotation = step == kPreRotate || step == kPostRotate;
+  const bool minus = step == kPreRotate || step == kColShuffle;  // slot = x - f (else x + f, or i - f)
+  const bool permute_first = step == kInvColShuffle;
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per lane
+  for (int64_t pnl = 0; pnl < total; ++pnl) {
+    const int64_t mat = pnl / panels;
+    const U j0 = static_cast<U>((pnl - mat * panels) * W);
+    const U w = n - j0 < W ? n - j0 : W;
+    T* A = base + mat * static_cast<int64_t>(m) * n + j0;
+    PanelStep<U> ps;
+    ps.P = &P;
+    ps.step = step;
+    ps.unit = true;
+    U r0;
+    ps.j0s = j0;
+    ps.j0m = P.dm_m.mod(j0);
+    ps.c0 = P.dm_b.div(j0, &r0);
+    // f_j = jj for the shuffles, j / b - c0 for the rotations; fmax = f of the panel's last column.
+    const U fmax = rotation ? P.dm_b.div(j0 + w - 1, &r0) - ps.c0 : w - 1;
+    // Phase 1: band rows, one warp per row, lanes along the row's run of columns.
+    if (s0 < s1) {
+      const U lo_y = minus ? s0 : s0 + m - fmax;  // unwrapped band start (mod m), band of (s1 - s0) + fmax rows
+      const U band = (s1 - s0) + fmax;
+      for (U by = warp; by < band; by += nwarps) {
+        const U yu = lo_y + by;  // < 2m + W
+        // f range that lands this row in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - yu, s1 - yu).
+        // In unwrapped terms with yu' = yu (minus) or yu - m (plus): f_lo, f_hi inclusive.
+        int64_t flo, fhi;
+        if (minus) {
+          flo = static_cast<int64_t>(yu) - static_cast<int64_t>(s1) + 1;
+          fhi = static_cast<int64_t>(yu) - static_cast<int64_t>(s0);
+        } else {
+          const int64_t y = static_cast<int64_t>(yu) - static_cast<int64_t>(m);
+          flo = static_cast<int64_t>(s0) - y;
+          fhi = static_cast<int64_t>(s1) - 1 - y;
+        }
+        if (flo < 0) flo = 0;
+        if (fhi > static_cast<int64_t>(fmax)) fhi = fmax;
+        if (flo > fhi) continue;
+        U jlo, jhi;  // column run [jlo, jhi) of the panel
+        if (rotation) {
+          const int64_t b = P.b;
+          const int64_t a0 = (static_cast<int64_t>(ps.c0) + flo) * b - static_cast<int64_t>(j0);
+          const int64_t a1 = (static_cast<int64_t>(ps.c0) + fhi + 1) * b - static_cast<int64_t>(j0);
+          jlo = static_cast<U>(a0 < 0 ? 0 : a0);
+          jhi = static_cast<U>(a1 > static_cast<int64_t>(w) ? static_cast<int64_t>(w) : a1);
+        } else {
+          jlo = static_cast<U>(flo);
+          jhi = static_cast<U>(fhi + 1);
+        }
+        U row = yu;
+        while (row >= m) row -= m;
+        const U src_row = permute_first ? ps.pi(row) : row;
+        const T* g = A + static_cast<int64_t>(src_row) * n;
+        for (U j = jlo + lane; j < jhi; j += kWarpSize * K) {
+          T v[K];
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const U jj = j + s * kWarpSize;
+            if (jj < jhi) v[s] = g[jj];
+          }
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const U jj = j + s * kWarpSize;
+            if (jj < jhi) {
+              const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - ps.c0 : jj;
+              // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
+              const U slot = minus ? yu - f : yu + f - m;
+              sm[static_cast<int64_t>(slot - s0) * W + jj] = v[s];
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();
+    cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
+    // Phase 2: the block's rows back, one warp per row, whole runs of w columns.
+    for (U r = warp; r < s1 - s0; r += nwarps) {
+      const U dst_row = permute_first ? s0 + r : ps.pi(s0 + r);
+      T* g = A + static_cast<int64_t>(dst_row) * n;
+      const T* srow = sm + static_cast<int64_t>(r) * W;
+      for (U j = lane; j < w; j += kWarpSize * K) {
+        T v[K];
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          const U jj = j + s * kWarpSize;
+          if (jj < w) v[s] = srow[jj];
+        }
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          const U jj = j + s * kWarpSize;
+          if (jj < w) g[jj] = v[s];
+        }
+      }
+    }
+    __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
+  }
+}
+
+}  // namespace kernels
+}  // namespace torch_inplace
+
+#ifdef TORCH_INPLACE_HIP_CHECK
+namespace torch_inplace {
+namespace kernels {
+#define TI_INST_GRIDCOL(T)                                                                                      \
+  template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
+                                                        int64_t);                                                 \
+  template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
+                                                        int64_t);
+TI_INST_GRIDCOL(uint8_t)
+TI_INST_GRIDCOL(uint16_t)
+TI_INST_GRIDCOL(uint32_t)
+TI_INST_GRIDCOL(uint64_t)
+TI_INST_GRIDCOL(Bytes16)
+#undef TI_INST_GRIDCOL
+}  // namespace kernels
+}  // namespace torch_inplace
+#endif
