@@ -1,0 +1,56 @@
+"""The GPU column-step engines side by side on a few general shapes: the planner's choice (whole-GPU panels where
+a block's runs are long enough), and the cluster engine forced with TORCH_INPLACE_GPU_COLUMNS=cluster. Each cell
+is the median ms of the in-place transpose and, in brackets, its speed relative to `y.copy_(x.mT)` in the same
+run.
+
+    python3 benchmarks/compare_column_engines.py
+"""
+import os
+import statistics
+
+import torch
+
+import torch_inplace  # noqa: F401  (registers torch.ops.inplace)
+
+SHAPES = [((13441, 9721), 4), ((17085, 15453), 4), ((10572, 10424), 4), ((17085, 15453), 8), ((4903, 11468), 8),
+          ((3000, 17000), 4), ((19999, 2000), 8), ((2, 5000, 3001), 4)]
+CONFIGS = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "cluster"}]
+
+
+def timed(fn, reps=7):
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    return statistics.median(ts[1:])
+
+
+def main():
+    print(f"device {torch.cuda.get_device_name()}; columns: planner's choice, cluster engine")
+    for shape, es in SHAPES:
+        dt = {4: torch.float32, 8: torch.float64}[es]
+        x = torch.randn(shape, device="cuda").to(dt)
+        y = torch.empty(x.mT.shape, device="cuda", dtype=dt)
+        want = x.mT.contiguous()
+        base = timed(lambda: y.copy_(x.mT))
+        cells = []
+        for cfg in CONFIGS:
+            os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None)
+            os.environ.update(cfg)
+            torch.ops.inplace._clear_plan_cache()
+            z = x.clone()
+            torch.ops.inplace._transpose_data_(z)
+            assert torch.equal(z.view(want.shape), want), (shape, cfg)
+            ms = timed(lambda: torch.ops.inplace._transpose_data_(x))
+            cells.append(f"{ms:.3f}({base / ms:.2f})")
+        os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None)
+        torch.ops.inplace._clear_plan_cache()
+        print(shape, es, f"base {base:.3f}", " ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
