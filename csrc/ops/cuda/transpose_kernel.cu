@@ -90,6 +90,38 @@ cudaError_t allow_smem_once(K kernel, int64_t bytes) {
   return cudaSuccess;
 }
 
+template <typename X>
+struct NonDeduced {
+  using type = X;
+};
+
+// Launches `kernel` cooperatively -- every block resident at once, so the kernel may sync the whole grid -- as
+// `blocks` blocks of `threads` threads with `smem` bytes of dynamic shared memory each.
+template <typename... P>
+cudaError_t launch_cooperative(void (*kernel)(P...), int64_t blocks, int threads, int64_t smem, cudaStream_t stream,
+                               typename NonDeduced<P>::type... args) {
+  TI_CHECK(allow_smem_once(kernel, smem));
+#if TI_HIP
+  void* ptrs[] = {static_cast<void*>(&args)...};
+  TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(blocks)),
+                                      dim3(threads), ptrs, static_cast<unsigned>(smem), stream));
+#else
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  TI_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+#endif
+  TI_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+
 #if !TI_HIP
 // cudaOccupancyMaxActiveClusters, cached per (kernel, device, cluster size, shared memory).
 int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& cfg) {
@@ -240,30 +272,9 @@ struct Engine {
     if (g.grid_width > 0) {
       const int64_t panels = (nk() + g.grid_width - 1) / g.grid_width;
       const int64_t total = panels * batch;
-      auto k = col_grid_kernel<T, U>;
-      TI_CHECK(allow_smem_once(k, g.grid_smem));
-      const uint32_t W = static_cast<uint32_t>(g.grid_width), R = static_cast<uint32_t>(g.grid_rows);
-#if TI_HIP
-      void* args[] = {&data, const_cast<CatIdx<U>*>(&P), &step, const_cast<uint32_t*>(&W),
-                      const_cast<uint32_t*>(&R), const_cast<int64_t*>(&panels), const_cast<int64_t*>(&total)};
-      TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(k),
-                                          dim3(static_cast<unsigned>(g.grid_blocks)), dim3(kGridColThreads), args,
-                                          static_cast<unsigned>(g.grid_smem), stream));
-#else
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(g.grid_blocks));
-      cfg.blockDim = dim3(kGridColThreads);
-      cfg.dynamicSmemBytes = static_cast<size_t>(g.grid_smem);
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeCooperative;
-      attr[0].val.cooperative = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      TI_CHECK(cudaLaunchKernelEx(&cfg, k, data, P, step, W, R, panels, total));
-#endif
-      TI_LAUNCH_CHECK();
-      return cudaSuccess;
+      return launch_cooperative(col_grid_kernel<T, U>, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data,
+                                P, step, static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows),
+                                panels, total);
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
@@ -437,27 +448,7 @@ struct Engine {
     geo.per_block = static_cast<uint32_t>(g.oc_per_block);
     geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
     geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
-    auto k = onchip_transpose_kernel<T>;
-    TI_CHECK(allow_smem_once(k, g.oc_smem));
-#if TI_HIP
-    void* args[] = {&data, &geo};
-    TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(k), dim3(static_cast<unsigned>(g.oc_grid)),
-                                        dim3(kOnChipThreads), args, static_cast<unsigned>(g.oc_smem), stream));
-#else
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(g.oc_grid));
-    cfg.blockDim = dim3(kOnChipThreads);
-    cfg.dynamicSmemBytes = static_cast<size_t>(g.oc_smem);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeCooperative;
-    attr[0].val.cooperative = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    TI_CHECK(cudaLaunchKernelEx(&cfg, k, data, geo));
-#endif
-    TI_LAUNCH_CHECK();
-    return cudaSuccess;
+    return launch_cooperative(onchip_transpose_kernel<T>, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
   }
 
   cudaError_t run() {
