@@ -26,8 +26,10 @@ TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
   return r;
 }
 
-// Threads per block of the shared-memory row shuffle; its index walk steps by this many elements.
+// Threads per block of the shared-memory row shuffle (kRowThreadsWide where one block's rows fill an SM's shared
+// memory, so that an SM still runs 32 warps); its index walk steps by this many elements.
 constexpr int kRowThreads = 512;
+constexpr int kRowThreadsWide = 1024;
 
 // Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
 template <typename U>
@@ -47,6 +49,7 @@ struct CatIdx {
   // compares instead of divisions (row_walk_*): the step mod c; (ainv * ((step / c) mod b)) mod b; the step
   // mod b; (step / b) mod m; (step * m) mod n.
   U rs_c = 0, rs_s = 0, rs_b = 0, rs_x = 0, rs_y = 0;
+  U rs_step = 0;  // the step those increments are for (the row shuffle's block size)
 
   CatIdx() = default;
   explicit CatIdx(const c2r::Params& p, int64_t super = 1)
@@ -63,7 +66,12 @@ struct CatIdx {
     nk = static_cast<U>(p.n * super);
     dm_k = DivMod<U>(k);
     dm_nk = DivMod<U>(nk);
-    const int64_t B = kRowThreads;
+    set_row_step(p, kRowThreads);
+  }
+
+  // The row walks' increments for steps of B elements (host).
+  void set_row_step(const c2r::Params& p, int64_t B) {
+    rs_step = static_cast<U>(B);
     rs_c = static_cast<U>(B % p.c);
     rs_s = static_cast<U>(c2r::mulmod(p.ainv, (B / p.c) % p.b, p.b));
     rs_b = static_cast<U>(B % p.b);
@@ -236,7 +244,7 @@ constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
 template <typename T, typename U, bool kC2R>
-__global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
+__global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                        int64_t total_rows, int rows_per_block) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
@@ -264,11 +272,11 @@ __global__ void __launch_bounds__(kRowThreads) row_shuffle_smem_kernel(T* __rest
     const U m = P.m;
     const int64_t mat0 = row0 / static_cast<int64_t>(m);
     const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(m));
-    if (P.k == 1 && nk > static_cast<U>(kRowThreads) && blockDim.x == static_cast<unsigned>(kRowThreads)) {
+    if (P.k == 1 && nk > static_cast<U>(blockDim.x) && blockDim.x == P.rs_step) {
       // Rows longer than the block: thread x visits columns x, x + B, ... of row 0, then of row 1, ...; within a
       // row the source column follows by row_walk increments, and a new row restarts the walk.
       U r = 0, j = threadIdx.x, i = i0;
-      const U B = static_cast<U>(kRowThreads);
+      const U B = static_cast<U>(blockDim.x);
       bool tail = kC2R && i + P.c > m;
       typename CatIdx<U>::GatherWalk gw{};
       typename CatIdx<U>::ScatterWalk sw{};

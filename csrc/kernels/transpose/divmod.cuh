@@ -56,7 +56,7 @@ template <>
 struct DivMod<uint32_t> {
   uint32_t d = 1, M = ~uint32_t{0};
   DivMod() = default;
-  explicit DivMod(uint32_t d_) : d(d_), M(~uint32_t{0} / d_) {}
+  TI_HOST_DEVICE explicit DivMod(uint32_t d_) : d(d_), M(~uint32_t{0} / d_) {}
   TI_HOST_DEVICE uint32_t div(uint32_t x, uint32_t* r) const {
     uint32_t q = umulhi32(x, M);
     uint32_t rem = x - q * d;

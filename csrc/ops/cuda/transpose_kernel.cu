@@ -214,7 +214,11 @@ struct Engine {
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
       auto k = c2r ? row_shuffle_smem_kernel<T, U, true> : row_shuffle_smem_kernel<T, U, false>;
       TI_CHECK(allow_smem(k, g.row_smem));
-      k<<<grid, kRowThreads, g.row_smem, stream>>>(data, P, rows, static_cast<int>(g.row_block));
+      // One block per SM when a block's rows take more than half of an SM's shared memory: then 1024 threads.
+      const int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      CatIdx<U> Pw = P;
+      if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
+      k<<<grid, threads, g.row_smem, stream>>>(data, Pw, rows, static_cast<int>(g.row_block));
       TI_LAUNCH_CHECK();
     } else {
       T* slots = reinterpret_cast<T*>(scratch + g.slots_off);
