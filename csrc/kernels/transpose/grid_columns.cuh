@@ -58,64 +58,58 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     ps.c0 = P.dm_b.div(j0, &r0);
     // f_j = jj for the shuffles, j / b - c0 for the rotations; fmax = f of the panel's last column.
     const U fmax = rotation ? P.dm_b.div(j0 + w - 1, &r0) - ps.c0 : w - 1;
-    // Phase 1: the band rows' runs cut into tasks of one warp-wide chunk each (cpr chunks per row, enough for the
-    // longest run), K tasks in flight per warp: a warp issues K loads before it waits for any of them.
+    // Phase 1: band rows, one warp per row, lanes along the row's run of columns.
     if (s0 < s1) {
       const U lo_y = minus ? s0 : s0 + m - fmax;  // unwrapped band start (mod m), band of (s1 - s0) + fmax rows
       const U band = (s1 - s0) + fmax;
-      const U longest = rotation ? w : (s1 - s0 < w ? s1 - s0 : w);
-      const uint32_t cpr = static_cast<uint32_t>((longest + kWarpSize - 1) / kWarpSize);
-      const DivMod<uint32_t> dm_cpr(cpr);
-      const uint32_t ntasks = static_cast<uint32_t>(band) * cpr;
-      for (uint32_t t0 = warp; t0 < ntasks; t0 += static_cast<uint32_t>(nwarps) * K) {
-        T v[K];
-        uint32_t at[K];
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const uint32_t t = t0 + static_cast<uint32_t>(s * nwarps);
-          at[s] = ~0u;
-          if (t >= ntasks) continue;
-          uint32_t chunk;
-          const U yu = lo_y + dm_cpr.div(t, &chunk);  // < 2m + W
-          // f range that lands row yu in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - y, s1 - y)
-          // with y = yu - m.
-          int64_t flo, fhi;
-          if (minus) {
-            flo = static_cast<int64_t>(yu) - static_cast<int64_t>(s1) + 1;
-            fhi = static_cast<int64_t>(yu) - static_cast<int64_t>(s0);
-          } else {
-            const int64_t y = static_cast<int64_t>(yu) - static_cast<int64_t>(m);
-            flo = static_cast<int64_t>(s0) - y;
-            fhi = static_cast<int64_t>(s1) - 1 - y;
-          }
-          if (flo < 0) flo = 0;
-          if (fhi > static_cast<int64_t>(fmax)) fhi = fmax;
-          if (flo > fhi) continue;
-          U jlo, jhi;  // column run [jlo, jhi) of the panel
-          if (rotation) {
-            const int64_t b = P.b;
-            const int64_t a0 = (static_cast<int64_t>(ps.c0) + flo) * b - static_cast<int64_t>(j0);
-            const int64_t a1 = (static_cast<int64_t>(ps.c0) + fhi + 1) * b - static_cast<int64_t>(j0);
-            jlo = static_cast<U>(a0 < 0 ? 0 : a0);
-            jhi = static_cast<U>(a1 > static_cast<int64_t>(w) ? static_cast<int64_t>(w) : a1);
-          } else {
-            jlo = static_cast<U>(flo);
-            jhi = static_cast<U>(fhi + 1);
-          }
-          const U jj = jlo + chunk * kWarpSize + lane;
-          if (jj >= jhi) continue;
-          U row = yu;
-          while (row >= m) row -= m;
-          const U src_row = permute_first ? ps.pi(row) : row;
-          v[s] = A[static_cast<int64_t>(src_row) * n + jj];
-          const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - ps.c0 : jj;
-          // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
-          const U slot = minus ? yu - f : yu + f - m;
-          at[s] = static_cast<uint32_t>(slot - s0) * W + static_cast<uint32_t>(jj);
+      for (U by = warp; by < band; by += nwarps) {
+        const U yu = lo_y + by;  // < 2m + W
+        // f range that lands this row in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - yu, s1 - yu).
+        // In unwrapped terms with yu' = yu (minus) or yu - m (plus): f_lo, f_hi inclusive.
+        int64_t flo, fhi;
+        if (minus) {
+          flo = static_cast<int64_t>(yu) - static_cast<int64_t>(s1) + 1;
+          fhi = static_cast<int64_t>(yu) - static_cast<int64_t>(s0);
+        } else {
+          const int64_t y = static_cast<int64_t>(yu) - static_cast<int64_t>(m);
+          flo = static_cast<int64_t>(s0) - y;
+          fhi = static_cast<int64_t>(s1) - 1 - y;
         }
+        if (flo < 0) flo = 0;
+        if (fhi > static_cast<int64_t>(fmax)) fhi = fmax;
+        if (flo > fhi) continue;
+        U jlo, jhi;  // column run [jlo, jhi) of the panel
+        if (rotation) {
+          const int64_t b = P.b;
+          const int64_t a0 = (static_cast<int64_t>(ps.c0) + flo) * b - static_cast<int64_t>(j0);
+          const int64_t a1 = (static_cast<int64_t>(ps.c0) + fhi + 1) * b - static_cast<int64_t>(j0);
+          jlo = static_cast<U>(a0 < 0 ? 0 : a0);
+          jhi = static_cast<U>(a1 > static_cast<int64_t>(w) ? static_cast<int64_t>(w) : a1);
+        } else {
+          jlo = static_cast<U>(flo);
+          jhi = static_cast<U>(fhi + 1);
+        }
+        U row = yu;
+        while (row >= m) row -= m;
+        const U src_row = permute_first ? ps.pi(row) : row;
+        const T* g = A + static_cast<int64_t>(src_row) * n;
+        for (U j = jlo + lane; j < jhi; j += kWarpSize * K) {
+          T v[K];
 #pragma unroll
-        for (int s = 0; s < K; ++s) {
-          if (at[s] != ~0u) sm[at[s]] = v[s];
+          for (int s = 0; s < K; ++s) {
+            const U jj = j + s * kWarpSize;
+            if (jj < jhi) v[s] = g[jj];
+          }
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const U jj = j + s * kWarpSize;
+            if (jj < jhi) {
+              const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - ps.c0 : jj;
+              // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
+              const U slot = minus ? yu - f : yu + f - m;
+              sm[static_cast<int64_t>(slot - s0) * W + jj] = v[s];
+            }
+          }
         }
       }
     }
