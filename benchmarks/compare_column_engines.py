@@ -1,5 +1,6 @@
 """The GPU column-step engines side by side on a few general shapes: the planner's choice (whole-GPU panels where
-a block's runs are long enough), and the cluster engine forced with TORCH_INPLACE_GPU_COLUMNS=cluster. Each cell
+a block's runs are long enough), the cluster engine forced with TORCH_INPLACE_GPU_COLUMNS=cluster, and the
+whole-GPU panels with one and with two shared-memory buffers (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2). Each cell
 is the median ms of the in-place transpose and, in brackets, its speed relative to `y.copy_(x.mT)` in the same
 run.
 
@@ -14,7 +15,8 @@ import torch_inplace  # noqa: F401  (registers torch.ops.inplace)
 
 SHAPES = [((13441, 9721), 4), ((17085, 15453), 4), ((10572, 10424), 4), ((17085, 15453), 8), ((4903, 11468), 8),
           ((3000, 17000), 4), ((19999, 2000), 8), ((2, 5000, 3001), 4)]
-CONFIGS = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "cluster"}]
+CONFIGS = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "cluster"}, {"TORCH_INPLACE_GPU_GRID_BUFFERS": "1"},
+           {"TORCH_INPLACE_GPU_GRID_BUFFERS": "2"}]
 
 
 def timed(fn, reps=7):
@@ -30,7 +32,8 @@ def timed(fn, reps=7):
 
 
 def main():
-    print(f"device {torch.cuda.get_device_name()}; columns: planner's choice, cluster engine")
+    print(f"device {torch.cuda.get_device_name()}; columns: planner's choice, cluster engine, whole-GPU panels with "
+          "one buffer, with two buffers")
     for shape, es in SHAPES:
         dt = {4: torch.float32, 8: torch.float64}[es]
         x = torch.randn(shape, device="cuda").to(dt)
@@ -38,7 +41,8 @@ def main():
         base = timed(lambda: y.copy_(x.mT))
         cells = []
         for cfg in CONFIGS:
-            os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None)
+            for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_BUFFERS"):
+                os.environ.pop(k, None)
             os.environ.update(cfg)
             torch.ops.inplace._clear_plan_cache()
             z = x.clone()  # x itself is transposed back and forth by the timing: check on a fresh copy
@@ -47,7 +51,8 @@ def main():
             assert torch.equal(z.view(want.shape), want), (shape, cfg)
             ms = timed(lambda: torch.ops.inplace._transpose_data_(x))
             cells.append(f"{ms:.3f}({base / ms:.2f})")
-        os.environ.pop("TORCH_INPLACE_GPU_COLUMNS", None)
+        for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_BUFFERS"):
+            os.environ.pop(k, None)
         torch.ops.inplace._clear_plan_cache()
         print(shape, es, f"base {base:.3f}", " ".join(cells), flush=True)
 

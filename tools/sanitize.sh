@@ -22,11 +22,13 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          ((4000, 20), 2, "onchip"), ((2000, 1999), 4, "onchip")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "cluster", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_BUFFERS": "1", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
 for kv in knobs:
-    for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP"):
+    for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
+              "TORCH_INPLACE_GPU_GRID_BUFFERS"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

@@ -32,7 +32,8 @@ namespace {
 
 // Test/benchmark knobs (environment, read when a plan is made; plans are cached per shape, so clear the cache
 // after changing them): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal column kernels, =cluster the
-// cluster engine, =grid the whole-GPU panels wherever they fit; TORCH_INPLACE_GPU_ROWS=global the global row
+// cluster engine, =grid the whole-GPU panels wherever they fit (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2: panels held at
+// once); TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans. Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
@@ -58,6 +59,7 @@ int64_t smem_budget(const DeviceCaps& caps) {
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
 constexpr int64_t kGridColumnRunBytes = 400;  // whole-GPU column panels only when a block's runs are this long
+constexpr int64_t kGridColumnBuffers = 2;     // panels in shared memory at once (write one back, gather the next)
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   const Problem& p = plan.problem;
@@ -98,14 +100,17 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   if (super == 1 && caps.num_sms > 0 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal") &&
       !env_is("TORCH_INPLACE_GPU_COLUMNS", "cluster")) {
     const int64_t R = ceil_div(m, caps.num_sms);
-    int64_t W = std::min({n, m, budget / (R * es)});
+    const int64_t nbuf = std::min<int64_t>(2, std::max<int64_t>(1, env_int("TORCH_INPLACE_GPU_GRID_BUFFERS",
+                                                                           kGridColumnBuffers)));
+    int64_t W = std::min({n, m, budget / (nbuf * R * es)});
     W -= W % 2;  // even: the gather's diagonal writes to shared memory hit distinct banks
     const bool forced_grid = env_is("TORCH_INPLACE_GPU_COLUMNS", "grid");
     if (W * es >= 256 && W >= 2 && (R * es >= kGridColumnRunBytes || forced_grid)) {
       g.grid_width = W;
       g.grid_rows = R;
       g.grid_blocks = ceil_div(m, R);
-      g.grid_smem = R * W * es;
+      g.grid_smem = nbuf * R * W * es;
+      g.grid_buffers = nbuf;
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in

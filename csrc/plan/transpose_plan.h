@@ -85,6 +85,7 @@ struct Plan {
     // Or (grid_width > 0) panels of grid_width columns through the shared memory of the whole GPU: one
     // cooperative kernel, grid_rows rows of the result per block (kernels/transpose/grid_columns.cuh).
     int64_t grid_width = 0, grid_rows = 0, grid_blocks = 0, grid_smem = 0;
+    int64_t grid_buffers = 1;  // 2: a panel is written back while the next one is gathered
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on

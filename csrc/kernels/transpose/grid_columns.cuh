@@ -28,113 +28,169 @@ namespace kernels {
 
 constexpr int kGridColThreads = 1024;
 
+// One panel of a column step: its columns [j0, j0 + w) of matrix `A` (already offset by j0), the coarse/fine split,
+// and the largest fine shift of its columns.
 template <typename T, typename U>
-__global__ void __launch_bounds__(kGridColThreads, 1)
-    col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sm = reinterpret_cast<T*>(smem_raw);
+struct GridPanel {
+  T* A;
+  U j0, w, fmax;
+  PanelStep<U> ps;
+};
+
+template <typename T, typename U>
+TI_DEVICE GridPanel<T, U> grid_panel(T* base, const CatIdx<U>& P, int step, uint32_t W, int64_t panels,
+                                     int64_t pnl) {
+  GridPanel<T, U> g;
   const U m = P.m, n = P.nk;
+  const int64_t mat = pnl / panels;
+  g.j0 = static_cast<U>((pnl - mat * panels) * W);
+  g.w = n - g.j0 < W ? n - g.j0 : W;
+  g.A = base + mat * static_cast<int64_t>(m) * n + g.j0;
+  g.ps.P = &P;
+  g.ps.step = step;
+  g.ps.unit = true;
+  U r0;
+  g.ps.j0s = g.j0;
+  g.ps.j0m = P.dm_m.mod(g.j0);
+  g.ps.c0 = P.dm_b.div(g.j0, &r0);
+  // f_j = jj for the shuffles, j / b - c0 for the rotations; fmax = f of the panel's last column.
+  const bool rotation = step == kPreRotate || step == kPostRotate;
+  g.fmax = rotation ? P.dm_b.div(g.j0 + g.w - 1, &r0) - g.ps.c0 : g.w - 1;
+  return g;
+}
+
+// Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, one warp per row, lanes along
+// the row's run of columns.
+template <typename T, typename U>
+TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
+                               U s1) {
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per lane
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int nwarps = blockDim.x / kWarpSize;
-  const U s0 = static_cast<U>(blockIdx.x) * R;
-  const U s1 = s0 >= m ? s0 : (m - s0 < R ? m : s0 + R);
+  const U m = P.m, n = P.nk, fmax = g.fmax, w = g.w, j0 = g.j0;
   const bool rotation = step == kPreRotate || step == kPostRotate;
   const bool minus = step == kPreRotate || step == kColShuffle;  // slot = x - f (else x + f, or i - f)
   const bool permute_first = step == kInvColShuffle;
-  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per lane
-  for (int64_t pnl = 0; pnl < total; ++pnl) {
-    const int64_t mat = pnl / panels;
-    const U j0 = static_cast<U>((pnl - mat * panels) * W);
-    const U w = n - j0 < W ? n - j0 : W;
-    T* A = base + mat * static_cast<int64_t>(m) * n + j0;
-    PanelStep<U> ps;
-    ps.P = &P;
-    ps.step = step;
-    ps.unit = true;
-    U r0;
-    ps.j0s = j0;
-    ps.j0m = P.dm_m.mod(j0);
-    ps.c0 = P.dm_b.div(j0, &r0);
-    // f_j = jj for the shuffles, j / b - c0 for the rotations; fmax = f of the panel's last column.
-    const U fmax = rotation ? P.dm_b.div(j0 + w - 1, &r0) - ps.c0 : w - 1;
-    // Phase 1: band rows, one warp per row, lanes along the row's run of columns.
-    if (s0 < s1) {
-      const U lo_y = minus ? s0 : s0 + m - fmax;  // unwrapped band start (mod m), band of (s1 - s0) + fmax rows
-      const U band = (s1 - s0) + fmax;
-      for (U by = warp; by < band; by += nwarps) {
-        const U yu = lo_y + by;  // < 2m + W
-        // f range that lands this row in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - yu, s1 - yu).
-        // In unwrapped terms with yu' = yu (minus) or yu - m (plus): f_lo, f_hi inclusive.
-        int64_t flo, fhi;
-        if (minus) {
-          flo = static_cast<int64_t>(yu) - static_cast<int64_t>(s1) + 1;
-          fhi = static_cast<int64_t>(yu) - static_cast<int64_t>(s0);
-        } else {
-          const int64_t y = static_cast<int64_t>(yu) - static_cast<int64_t>(m);
-          flo = static_cast<int64_t>(s0) - y;
-          fhi = static_cast<int64_t>(s1) - 1 - y;
-        }
-        if (flo < 0) flo = 0;
-        if (fhi > static_cast<int64_t>(fmax)) fhi = fmax;
-        if (flo > fhi) continue;
-        U jlo, jhi;  // column run [jlo, jhi) of the panel
-        if (rotation) {
-          const int64_t b = P.b;
-          const int64_t a0 = (static_cast<int64_t>(ps.c0) + flo) * b - static_cast<int64_t>(j0);
-          const int64_t a1 = (static_cast<int64_t>(ps.c0) + fhi + 1) * b - static_cast<int64_t>(j0);
-          jlo = static_cast<U>(a0 < 0 ? 0 : a0);
-          jhi = static_cast<U>(a1 > static_cast<int64_t>(w) ? static_cast<int64_t>(w) : a1);
-        } else {
-          jlo = static_cast<U>(flo);
-          jhi = static_cast<U>(fhi + 1);
-        }
-        U row = yu;
-        while (row >= m) row -= m;
-        const U src_row = permute_first ? ps.pi(row) : row;
-        const T* g = A + static_cast<int64_t>(src_row) * n;
-        for (U j = jlo + lane; j < jhi; j += kWarpSize * K) {
-          T v[K];
+  if (s0 >= s1) return;
+  const U lo_y = minus ? s0 : s0 + m - fmax;  // unwrapped band start (mod m), band of (s1 - s0) + fmax rows
+  const U band = (s1 - s0) + fmax;
+  U r0;
+  for (U by = warp; by < band; by += nwarps) {
+    const U yu = lo_y + by;  // < 2m + W
+    // f range that lands this row in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - y, s1 - y) with
+    // y = yu - m. f_lo, f_hi inclusive.
+    int64_t flo, fhi;
+    if (minus) {
+      flo = static_cast<int64_t>(yu) - static_cast<int64_t>(s1) + 1;
+      fhi = static_cast<int64_t>(yu) - static_cast<int64_t>(s0);
+    } else {
+      const int64_t y = static_cast<int64_t>(yu) - static_cast<int64_t>(m);
+      flo = static_cast<int64_t>(s0) - y;
+      fhi = static_cast<int64_t>(s1) - 1 - y;
+    }
+    if (flo < 0) flo = 0;
+    if (fhi > static_cast<int64_t>(fmax)) fhi = fmax;
+    if (flo > fhi) continue;
+    U jlo, jhi;  // column run [jlo, jhi) of the panel
+    if (rotation) {
+      const int64_t b = P.b;
+      const int64_t a0 = (static_cast<int64_t>(g.ps.c0) + flo) * b - static_cast<int64_t>(j0);
+      const int64_t a1 = (static_cast<int64_t>(g.ps.c0) + fhi + 1) * b - static_cast<int64_t>(j0);
+      jlo = static_cast<U>(a0 < 0 ? 0 : a0);
+      jhi = static_cast<U>(a1 > static_cast<int64_t>(w) ? static_cast<int64_t>(w) : a1);
+    } else {
+      jlo = static_cast<U>(flo);
+      jhi = static_cast<U>(fhi + 1);
+    }
+    U row = yu;
+    while (row >= m) row -= m;
+    const U src_row = permute_first ? g.ps.pi(row) : row;
+    const T* src = g.A + static_cast<int64_t>(src_row) * n;
+    for (U j = jlo + lane; j < jhi; j += kWarpSize * K) {
+      T v[K];
 #pragma unroll
-          for (int s = 0; s < K; ++s) {
-            const U jj = j + s * kWarpSize;
-            if (jj < jhi) v[s] = g[jj];
-          }
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * kWarpSize;
+        if (jj < jhi) v[s] = src[jj];
+      }
 #pragma unroll
-          for (int s = 0; s < K; ++s) {
-            const U jj = j + s * kWarpSize;
-            if (jj < jhi) {
-              const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - ps.c0 : jj;
-              // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
-              const U slot = minus ? yu - f : yu + f - m;
-              sm[static_cast<int64_t>(slot - s0) * W + jj] = v[s];
-            }
-          }
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * kWarpSize;
+        if (jj < jhi) {
+          const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
+          // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
+          const U slot = minus ? yu - f : yu + f - m;
+          sm[static_cast<int64_t>(slot - s0) * W + jj] = v[s];
         }
       }
+    }
+  }
+}
+
+// Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
+template <typename T, typename U>
+TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, const T* sm, uint32_t W,
+                                U s0, U s1) {
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int nwarps = blockDim.x / kWarpSize;
+  const U n = P.nk, w = g.w;
+  const bool permute_first = step == kInvColShuffle;
+  for (U r = warp; r < s1 - s0; r += nwarps) {
+    const U dst_row = permute_first ? s0 + r : g.ps.pi(s0 + r);
+    T* dst = g.A + static_cast<int64_t>(dst_row) * n;
+    const T* srow = sm + static_cast<int64_t>(r) * W;
+    for (U j = lane; j < w; j += kWarpSize * K) {
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * kWarpSize;
+        if (jj < w) v[s] = srow[jj];
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * kWarpSize;
+        if (jj < w) dst[jj] = v[s];
+      }
+    }
+  }
+}
+
+// nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x W; while a block writes
+// panel p - 1 back from one buffer it gathers panel p into the other (disjoint columns), then the grid barrier --
+// reads and writes overlap and there is still one barrier per panel.
+template <typename T, typename U>
+__global__ void __launch_bounds__(kGridColThreads, 1)
+    col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
+                    int64_t total, int nbuf) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  const U m = P.m;
+  const U s0 = static_cast<U>(blockIdx.x) * R;
+  const U s1 = s0 >= m ? s0 : (m - s0 < R ? m : s0 + R);
+  if (nbuf == 1) {
+    for (int64_t pnl = 0; pnl < total; ++pnl) {
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
+      grid_panel_load(g, P, step, sm, W, s0, s1);
+      __syncthreads();
+      cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
+      grid_panel_store(g, P, step, sm, W, s0, s1);
+      __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
+    }
+    return;
+  }
+  T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
+  for (int64_t it = 0; it <= total; ++it) {
+    if (it > 0) {
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
+      grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
+    }
+    if (it < total) {
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1);
     }
     __syncthreads();
-    cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
-    // Phase 2: the block's rows back, one warp per row, whole runs of w columns.
-    for (U r = warp; r < s1 - s0; r += nwarps) {
-      const U dst_row = permute_first ? s0 + r : ps.pi(s0 + r);
-      T* g = A + static_cast<int64_t>(dst_row) * n;
-      const T* srow = sm + static_cast<int64_t>(r) * W;
-      for (U j = lane; j < w; j += kWarpSize * K) {
-        T v[K];
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U jj = j + s * kWarpSize;
-          if (jj < w) v[s] = srow[jj];
-        }
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U jj = j + s * kWarpSize;
-          if (jj < w) g[jj] = v[s];
-        }
-      }
-    }
-    __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
+    if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
   }
 }
 
@@ -146,9 +202,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL(T)                                                                                      \
   template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t);                                                 \
+                                                        int64_t, int);                                            \
   template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t);
+                                                        int64_t, int);
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)
 TI_INST_GRIDCOL(uint32_t)

@@ -278,7 +278,7 @@ struct Engine {
       const int64_t total = panels * batch;
       return launch_cooperative(col_grid_kernel<T, U>, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data,
                                 P, step, static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows),
-                                panels, total);
+                                panels, total, static_cast<int>(g.grid_buffers));
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
