@@ -59,7 +59,9 @@ int64_t smem_budget(const DeviceCaps& caps) {
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
 constexpr int64_t kGridColumnRunBytes = 400;  // whole-GPU column panels only when a block's runs are this long
-constexpr int64_t kGridColumnBuffers = 2;     // panels in shared memory at once (write one back, gather the next)
+// Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
+// 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
+constexpr int64_t kGridColumnBuffers = 1;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
   const Problem& p = plan.problem;
