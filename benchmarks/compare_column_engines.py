@@ -7,28 +7,16 @@ run.
     python3 benchmarks/compare_column_engines.py
 """
 import os
-import statistics
 
 import torch
 
-import torch_inplace  # noqa: F401  (registers torch.ops.inplace)
+from bench_transpose import timed  # same directory; also puts the repository on sys.path for torch_inplace
 
 SHAPES = [((13441, 9721), 4), ((17085, 15453), 4), ((10572, 10424), 4), ((17085, 15453), 8), ((4903, 11468), 8),
           ((3000, 17000), 4), ((19999, 2000), 8), ((2, 5000, 3001), 4)]
 CONFIGS = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "cluster"}, {"TORCH_INPLACE_GPU_GRID_BUFFERS": "1"},
            {"TORCH_INPLACE_GPU_GRID_BUFFERS": "2"}]
-
-
-def timed(fn, reps=7):
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts[1:])
+REPS = 6
 
 
 def main():
@@ -38,7 +26,7 @@ def main():
         dt = {4: torch.float32, 8: torch.float64}[es]
         x = torch.randn(shape, device="cuda").to(dt)
         y = torch.empty(x.mT.shape, device="cuda", dtype=dt)
-        base = timed(lambda: y.copy_(x.mT))
+        base = timed(lambda: y.copy_(x.mT), lambda: None, REPS)
         cells = []
         for cfg in CONFIGS:
             for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_BUFFERS"):
@@ -49,7 +37,7 @@ def main():
             want = z.mT.contiguous()
             torch.ops.inplace._transpose_data_(z)
             assert torch.equal(z.view(want.shape), want), (shape, cfg)
-            ms = timed(lambda: torch.ops.inplace._transpose_data_(x))
+            ms = timed(lambda: torch.ops.inplace._transpose_data_(x), lambda: None, REPS)
             cells.append(f"{ms:.3f}({base / ms:.2f})")
         for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_BUFFERS"):
             os.environ.pop(k, None)

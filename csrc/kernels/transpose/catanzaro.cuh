@@ -26,6 +26,13 @@ TI_HOST_DEVICE uint64_t mulmod_u64(uint64_t x, uint64_t y, uint64_t m) {
   return r;
 }
 
+// (x + y) mod m for x, y < m.
+template <typename U>
+TI_HOST_DEVICE U add_mod(U x, U y, U m) {
+  const U s = x + y;
+  return s >= m ? s - m : s;
+}
+
 // Threads per block of the shared-memory row shuffle (kRowThreadsWide where one block's rows fill an SM's shared
 // memory, so that an SM still runs 32 warps); its index walk steps by this many elements.
 constexpr int kRowThreads = 512;
@@ -101,39 +108,27 @@ struct CatIdx {
   }
   TI_HOST_DEVICE U gather_walk_src(const GatherWalk& w) const { return w.s + w.fr * b; }
   TI_HOST_DEVICE void gather_walk_next(GatherWalk& w) const {
-    w.fr += rs_c;
-    const bool carry = w.fr >= c;
-    if (carry) w.fr -= c;
-    w.s += rs_s;
-    if (w.s >= b) w.s -= b;
-    if (carry) {
-      w.s += ainv;
-      if (w.s >= b) w.s -= b;
-    }
+    const bool carry = w.fr + rs_c >= c;  // f / c steps once more
+    w.fr = add_mod(w.fr, rs_c, c);
+    w.s = add_mod(w.s, rs_s, b);
+    if (carry) w.s = add_mod(w.s, ainv, b);
   }
   struct ScatterWalk {
     U jr, x, y;  // j mod b, (i + j / b) mod m, (j m) mod n
   };
   TI_HOST_DEVICE ScatterWalk scatter_walk_at(U i, U j) const {
     ScatterWalk w;
-    w.x = i + dm_b.div(j, &w.jr);
-    if (w.x >= m) w.x -= m;
+    w.x = add_mod(i, dm_b.div(j, &w.jr), m);
     w.y = dm_n.mod(j * m);
     return w;
   }
   TI_HOST_DEVICE U scatter_walk_src(const ScatterWalk& w) const { return dm_n.mod(w.x + w.y); }
   TI_HOST_DEVICE void scatter_walk_next(ScatterWalk& w) const {
-    w.jr += rs_b;
-    const bool carry = w.jr >= b;
-    if (carry) w.jr -= b;
-    w.x += rs_x;
-    if (w.x >= m) w.x -= m;
-    if (carry) {
-      w.x += 1;
-      if (w.x >= m) w.x -= m;
-    }
-    w.y += rs_y;
-    if (w.y >= n) w.y -= n;
+    const bool carry = w.jr + rs_b >= b;  // j / b steps once more
+    w.jr = add_mod(w.jr, rs_b, b);
+    w.x = add_mod(w.x, rs_x, m);
+    if (carry) w.x = add_mod(w.x, U(1), m);
+    w.y = add_mod(w.y, rs_y, n);
   }
 
   // C2R step 2, gather form d'^-1_i(j) (eq. 31).
@@ -232,11 +227,6 @@ TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
   return (step == kColShuffle || step == kInvColShuffle) ? P.q(i) : i;
 }
 
-template <typename U>
-TI_DEVICE U add_mod(U x, U y, U m) {
-  const U s = x + y;
-  return s >= m ? s - m : s;
-}
 
 // ---- row shuffle in shared memory: rows_per_block whole rows per block ----------------------------------
 // Gather out(i, j) = in(i, src(i, j)) with src = row_gather (C2R) or row_scatter2 (R2C).

@@ -62,19 +62,10 @@ int grid_for(int64_t work, int threads, const plan::DeviceCaps& caps, int per_sm
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, int64_t{caps.num_sms} * per_sm)));
 }
 
+// Raises a kernel's dynamic shared memory limit to `bytes` (needed past 48 KiB) once per (kernel, device): the
+// attribute is sticky, so later launches with as much or less need no driver call.
 template <typename K>
 cudaError_t allow_smem(K kernel, int64_t bytes) {
-  if (bytes > 48 * 1024) {
-    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(bytes));
-  }
-  return cudaSuccess;
-}
-
-// Raises a kernel's dynamic shared memory limit to `bytes` once per (kernel, device): the attribute is sticky,
-// and setting it on every call would cost a driver call per launch.
-template <typename K>
-cudaError_t allow_smem_once(K kernel, int64_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
   static std::mutex mu;
   static std::map<std::pair<const void*, int>, int64_t> done;
@@ -100,7 +91,7 @@ struct NonDeduced {
 template <typename... P>
 cudaError_t launch_cooperative(void (*kernel)(P...), int64_t blocks, int threads, int64_t smem, cudaStream_t stream,
                                typename NonDeduced<P>::type... args) {
-  TI_CHECK(allow_smem_once(kernel, smem));
+  TI_CHECK(allow_smem(kernel, smem));
 #if TI_HIP
   void* ptrs[] = {static_cast<void*>(&args)...};
   TI_CHECK(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(blocks)),
@@ -150,6 +141,7 @@ cudaError_t launch_cluster_impl(void (*kernel)(P...), int64_t clusters, int cs, 
     TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                   cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
+  TI_CHECK(allow_smem(kernel, smem));
   cudaLaunchConfig_t cfg = {};
   cfg.blockDim = dim3(kColThreads);
   cfg.dynamicSmemBytes = static_cast<size_t>(smem);
@@ -201,8 +193,6 @@ struct Engine {
     if (g.row_cluster > 0) {
       auto k = c2r ? row_shuffle_cluster_kernel<T, U, true> : row_shuffle_cluster_kernel<T, U, false>;
       const int cs = static_cast<int>(g.row_cluster);
-      TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(g.row_smem)));
       const int64_t clusters = std::max<int64_t>(1, rows);
       TI_CHECK(launch_cluster(k, clusters, cs, g.row_smem, data, P, rows, static_cast<uint32_t>(g.row_part),
                               DivMod<uint32_t>(static_cast<uint32_t>(g.row_part))));
@@ -288,8 +278,6 @@ struct Engine {
       const int64_t total = panels * batch;
       const int cs = static_cast<int>(g.col_cluster);
       auto k = col_cluster_kernel<T, U>;
-      TI_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(std::max<int64_t>(g.col_smem, 1))));
       const int64_t clusters = std::max<int64_t>(1, total);
       return launch_cluster(k, clusters, cs, g.col_smem, data, P, step, w_log2, static_cast<uint32_t>(g.col_rows),
                             DivMod<uint32_t>(static_cast<uint32_t>(g.col_rows)), panels, total);
