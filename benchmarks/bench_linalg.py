@@ -274,8 +274,10 @@ def main():
     t0 = time.time()
     if args.tuning:
         with open(args.tuning) as f:
-            for row in json.load(f)["rows"]:
-                torch.ops.inplace._small_lu_tuning(row["kind"], DTYPES[row["dtype"]], row["n"], row["best_warps"])
+            data = json.load(f)
+            for row in data.get("results", data.get("rows", [])):
+                torch.ops.inplace._small_lu_tuning(row["kind"], DTYPES[row["dtype"]], row["n"], row["best_warps"],
+                                                   row.get("best_rows", 1))
     run(args)
     print(f"# done in {time.time() - t0:.0f} s")
 

@@ -1,14 +1,19 @@
-"""Tunes the warps per block (hence matrices per block, paper 001's nFTB) of the small LU / inverse kernels for
-every (n, dtype) on the current GPU and writes csrc/ops/cuda/lu_tuning.h (the table the kernels use) plus
-benchmarks/results/<gpu>/tune_lu.json. Rebuild the extension afterwards.
+"""Tunes the small LU / inverse kernels for every (n, dtype) on the current GPU: warps per block (hence matrices
+per block, paper 001's nFTB) and, for float32 / float64, rows per lane (1, 2 or 4: several rows per lane spend
+fewer instructions per matrix on the broadcast row and the pivot search). Writes csrc/ops/cuda/lu_tuning.h (the
+tables the kernels use) plus benchmarks/results/<gpu>/tune_lu.json. Rebuild the extension afterwards (or pass
+the JSON to bench_linalg.py --tuning to apply it without a rebuild).
 
-    python benchmarks/tune_lu.py [--quick]
+    python benchmarks/tune_lu.py [--quick] [--dtypes float32,float64]
+
+Dtypes left out keep the committed header's values.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -20,7 +25,15 @@ import torch_inplace.linalg as TL  # noqa: E402
 
 DTYPES = [("float32", torch.float32), ("float64", torch.float64), ("complex64", torch.complex64),
           ("complex128", torch.complex128)]
-CANDIDATES = [1, 2, 4, 8]
+WARPS = [1, 2, 4, 8]
+ROWS = {"float32": [1, 2, 4], "float64": [1, 2, 4], "complex64": [1], "complex128": [1]}
+TABLES = (("lu", "kLuWarps", "kLuRows"), ("inverse", "kInvWarps", "kInvRows"))
+
+
+def rows_supported(dname, n, r):
+    """Mirror of lu_launch.cuh's rows_supported (real types, n > r, r * n * sizeof <= 512 bytes)."""
+    size = {"float32": 4, "float64": 8}.get(dname)
+    return r == 1 or (size is not None and n > r and r * n * size <= 512)
 
 
 def time_ms(fn, reps):
@@ -37,56 +50,78 @@ def time_ms(fn, reps):
     return statistics.median(ts)
 
 
+def read_header(path):
+    """The committed tables, {name: [[...33] * 4]}, so dtypes not tuned in this run keep their values."""
+    text = open(path).read() if os.path.exists(path) else ""
+    out = {}
+    for _, wname, rname in TABLES:
+        for name, default in ((wname, 4), (rname, 1)):
+            m = re.search(name + r"\[4\]\[33\] = \{(.*?)\};", text, re.S)
+            rows = re.findall(r"\{([^{}]*)\}", m.group(1)) if m else []
+            out[name] = ([[int(v) for v in r.split(",")] for r in rows] if len(rows) == 4
+                         else [[default] * 33 for _ in range(4)])
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer repeats")
+    p.add_argument("--dtypes", default=",".join(d for d, _ in DTYPES))
     p.add_argument("--header", default=os.path.join(ROOT, "csrc", "ops", "cuda", "lu_tuning.h"))
     p.add_argument("--copy-out", default=os.environ.get("OUT"))
     args = p.parse_args()
     reps = 3 if args.quick else 7
     dev = torch.cuda.get_device_name()
-    table = {"lu": [[4] * 33 for _ in DTYPES], "inverse": [[4] * 33 for _ in DTYPES]}
-    rows = []
+    wanted = args.dtypes.split(",")
+    tables = read_header(args.header)
+    rows_out = []
     for di, (dname, dtype) in enumerate(DTYPES):
+        if dname not in wanted:
+            continue
         for n in range(1, 33):
             B = (1 << 20) if n <= 16 else (1 << 18)
             A = torch.randn(B, n, n, device="cuda", dtype=dtype) + n * torch.eye(n, device="cuda", dtype=dtype)
-            for kind, fn in (("lu", lambda: TL.lu_factor(A)), ("inverse", lambda: TL.batched_inverse(A))):
+            for kind, wname, rname in TABLES:
+                fn = (lambda: TL.lu_factor(A)) if kind == "lu" else (lambda: TL.batched_inverse(A))
                 times = {}
-                for w in CANDIDATES:
-                    torch.ops.inplace._small_lu_tuning(kind, dtype, n, w)
-                    times[w] = time_ms(fn, reps)
-                torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0)
-                best = min(times, key=times.get)
-                # Prefer fewer warps unless more are clearly (> 2%) faster: less shared memory per block.
-                for w in CANDIDATES:
-                    if times[w] <= 1.02 * times[best]:
-                        best = w
-                        break
-                table[kind][di][n] = best
-                rows.append({"kind": kind, "dtype": dname, "n": n, "batch": B, "ms": times, "best_warps": best})
-                print(f"{kind:8s} {dname:10s} n={n:2d} " + " ".join(f"w{w}:{t:.3f}" for w, t in times.items())
-                      + f" -> {best}", flush=True)
+                for r in ROWS[dname]:
+                    if not rows_supported(dname, n, r):
+                        continue
+                    for w in WARPS:
+                        torch.ops.inplace._small_lu_tuning(kind, dtype, n, w, r)
+                        times[(w, r)] = time_ms(fn, reps)
+                torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+                fastest = min(times.values())
+                # Prefer fewer rows per lane, then fewer warps, unless another choice is clearly (> 2%) faster.
+                best = next(c for c in sorted(times, key=lambda c: (c[1], c[0])) if times[c] <= 1.02 * fastest)
+                tables[wname][di][n], tables[rname][di][n] = best
+                rows_out.append({"kind": kind, "dtype": dname, "n": n, "batch": B,
+                                 "ms": {f"w{w}r{r}": t for (w, r), t in times.items()},
+                                 "best_warps": best[0], "best_rows": best[1]})
+                print(f"{kind:8s} {dname:10s} n={n:2d} " + " ".join(f"w{w}r{r}:{t:.3f}" for (w, r), t in times.items())
+                      + f" -> w{best[0]} r{best[1]}", flush=True)
             del A
     lines = [
-        "// Warps per thread block of the small LU / inverse kernels, per (dtype, n); the matrices per block (paper",
-        "// 001's nFTB) are warps * warp_size / next_pow2(n). Generated by benchmarks/tune_lu.py on",
-        f"// {dev} (2^20 matrices for n <= 16, 2^18 above; candidates {CANDIDATES}). Do not edit by hand.",
+        "// Warps per thread block and rows per lane of the small LU / inverse kernels, per (dtype, n); the matrices",
+        "// per block (paper 001's nFTB) are warps * warp_size / next_pow2(ceil(n / rows)). Generated by",
+        f"// benchmarks/tune_lu.py on {dev} (2^20 matrices for n <= 16, 2^18 above; warps {WARPS}, rows",
+        "// 1, 2, 4 for float32 / float64). Do not edit by hand.",
         "#pragma once", "", "#include <cstdint>", "", "namespace torch_inplace {", "namespace lu_cuda {", "",
         "// [dtype: float32, float64, complex64, complex128][n: 0..32]",
     ]
-    for kind, name in (("lu", "kLuWarps"), ("inverse", "kInvWarps")):
-        lines.append(f"constexpr int8_t {name}[4][33] = {{")
-        for di in range(4):
-            lines.append("    {" + ", ".join(str(v) for v in table[kind][di]) + "},")
-        lines.append("};")
+    for _, wname, rname in TABLES:
+        for name in (wname, rname):
+            lines.append(f"constexpr int8_t {name}[4][33] = {{")
+            for di in range(4):
+                lines.append("    {" + ", ".join(str(v) for v in tables[name][di]) + "},")
+            lines.append("};")
     lines += ["", "}  // namespace lu_cuda", "}  // namespace torch_inplace", ""]
     with open(args.header, "w") as f:
         f.write("\n".join(lines))
     out_dir = os.path.join(ROOT, "benchmarks", "results", dev.replace(" ", "_"))
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "tune_lu.json"), "w") as f:
-        json.dump({"device": dev, "candidates": CANDIDATES, "rows": rows}, f, indent=1)
+        json.dump({"device": dev, "warps": WARPS, "rows": ROWS, "results": rows_out}, f, indent=1)
     if args.copy_out:
         import shutil
         shutil.copy(args.header, args.copy_out)

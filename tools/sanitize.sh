@@ -2,7 +2,8 @@
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel, 1/2/4/8/16-byte
-# elements, batches, > 1 cluster block.
+# elements, batches, > 1 cluster block; then the small LU / inverse kernels (every rows-per-lane variant) and the
+# fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 set -u
 cd "$(dirname "$0")/.."
@@ -39,6 +40,34 @@ for kv in knobs:
         ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
         bad += not ok
         print(kv, shape, es, algo, "ok" if ok else "WRONG", flush=True)
+# Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant, one and eight warps,
+# batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
+import torch_inplace.linalg as TL
+lu_cases = [(torch.float32, n) for n in (1, 3, 5, 9, 12, 16, 17, 24, 32)] + \
+           [(torch.float64, n) for n in (2, 7, 9, 16, 17, 32)] + [(torch.complex64, 11), (torch.complex128, 19)]
+for dtype, n in lu_cases:
+    A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
+    ref = None
+    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4)):
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, rows)
+        LU, piv = TL.lu_factor(A)
+        X = TL.batched_inverse(A)
+        B = A.clone()
+        TL.inverse_(B)
+        got = (LU, piv, X, B)
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+        ref = ref or got
+        ok = all(torch.equal(a, b) for a, b in zip(ref, got)) and torch.equal(B, X)
+        bad += not ok
+        print({"lu": str(dtype), "n": n, "warps": warps, "rows": rows}, "ok" if ok else "WRONG", flush=True)
+    A.requires_grad_(True)
+    X = TL.batched_inverse(A)
+    (torch.view_as_real(X) if X.is_complex() else X).sum().backward()
+    ok = bool(torch.isfinite(A.grad).all())
+    bad += not ok
+    print({"inverse_backward": str(dtype), "n": n}, "ok" if ok else "WRONG", flush=True)
 sys.exit(1 if bad else 0)
 PY
 rc=0

@@ -78,6 +78,10 @@ std::array<std::atomic<int>, 2 * 4 * 33>& overrides() {
   static std::array<std::atomic<int>, 2 * 4 * 33> table{};
   return table;
 }
+std::array<std::atomic<int>, 2 * 4 * 33>& row_overrides() {
+  static std::array<std::atomic<int>, 2 * 4 * 33> table{};
+  return table;
+}
 }  // namespace
 
 int tuning_override(int kind, int dtype_idx, int64_t n) {
@@ -85,11 +89,18 @@ int tuning_override(int kind, int dtype_idx, int64_t n) {
   return overrides()[(kind * 4 + dtype_idx) * 33 + n].load(std::memory_order_relaxed);
 }
 
+int rows_override(int kind, int dtype_idx, int64_t n) {
+  if (kind < 0 || kind > 1 || dtype_idx < 0 || dtype_idx > 3 || n < 1 || n > 32) return 0;
+  return row_overrides()[(kind * 4 + dtype_idx) * 33 + n].load(std::memory_order_relaxed);
+}
+
 }  // namespace lu
 
 namespace {
 
-int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t n, int64_t warps) {
+// Sets (>= 1) or resets (0) the overrides of one (kind, dtype, n); -1 leaves one as it is. Returns the warps
+// override (0: the table's). A rows count the kernel has no variant for runs with one row per lane.
+int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t n, int64_t warps, int64_t rows) {
   const char* op = "_small_lu_tuning";
   const int k = kind == "lu" ? 0 : kind == "inverse" ? 1 : -1;
   TORCH_CHECK(k >= 0, op, ": expected kind 'lu' or 'inverse', got '", std::string(kind), "'");
@@ -97,8 +108,11 @@ int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t 
   TORCH_CHECK(d >= 0, op, ": expected dtype float32, float64, complex64 or complex128, got ", dtype);
   TORCH_CHECK(n >= 1 && n <= 32, op, ": expected 1 <= n <= 32, got ", n);
   TORCH_CHECK(warps >= -1 && warps <= 8, op, ": expected warps in [-1, 8] (-1 query, 0 reset), got ", warps);
+  TORCH_CHECK(rows == -1 || rows == 0 || rows == 1 || rows == 2 || rows == 4, op,
+              ": expected rows -1 (keep), 0 (reset), 1, 2 or 4, got ", rows);
   auto& slot = lu::overrides()[(k * 4 + d) * 33 + n];
   if (warps >= 0) slot.store(static_cast<int>(warps));
+  if (rows >= 0) lu::row_overrides()[(k * 4 + d) * 33 + n].store(static_cast<int>(rows));
   return slot.load();
 }
 
@@ -176,7 +190,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   // The data-only form inverse_ runs through (custom ops may not return an alias of an input under the compiler).
   m.def("_inverse_data_(Tensor(a!) A) -> ()");
   m.def("_inverse_backward(Tensor X, Tensor grad) -> Tensor");
-  m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1) -> int", &small_lu_tuning_op);
+  m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1, int rows=-1) -> int", &small_lu_tuning_op);
 }
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {

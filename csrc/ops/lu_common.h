@@ -27,9 +27,11 @@ at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& gra
 // Matrices in the batch (product of the leading dims).
 int64_t batch_count(const at::Tensor& A);
 
-// Tuning override for the GPU kernels: warps per block for (kind 0 = LU, 1 = inverse; dtype index 0..3; n);
-// 0 means "use the committed table". Set by the private op inplace::_small_lu_tuning (benchmarks/tune_lu.py).
+// Tuning overrides for the GPU kernels of (kind 0 = LU, 1 = inverse; dtype index 0..3; n): warps per block and
+// rows per lane; 0 means "use the committed table". Set by the private op inplace::_small_lu_tuning
+// (benchmarks/tune_lu.py).
 int tuning_override(int kind, int dtype_index, int64_t n);
+int rows_override(int kind, int dtype_index, int64_t n);
 int dtype_index(at::ScalarType t);
 
 }  // namespace lu

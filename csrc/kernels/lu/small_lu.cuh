@@ -120,7 +120,7 @@ TI_DEVICE uint32_t group_max_u32(uint32_t key) {
   }
 }
 
-// Low 6 bits of a pivot key: G - pos (1..32, larger for a smaller LAPACK position, so ties go to the first
+// Low 6 bits of a pivot key: 32 - pos (1..32, larger for a smaller LAPACK position, so ties go to the first
 // row as in i?amax); the bits above hold the magnitude's IEEE bits (non-negative floats order as integers; NaN
 // is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a denormal below 64 ulp)
 // is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those 6 low bits
@@ -130,38 +130,56 @@ TI_DEVICE uint32_t mag_field(uint32_t bits) {
   return hi != 0u ? hi : (bits != 0u ? 64u : 0u);
 }
 
-// Arg-max over the group's candidate rows (`valid`): largest |value|, ties to the smallest `pos`. Returns the
-// winner's pos (the same in every lane of the group); `is_zero` tells whether the winning magnitude is zero.
-template <int G>
-TI_DEVICE int pivot_search(float mag, bool valid, int pos, bool& is_zero) {
-  const uint32_t bits = __float_as_uint(mag) & 0x7fffffffu;
-  const uint32_t key = valid ? (mag_field(bits) | static_cast<uint32_t>(G - pos)) : 0u;
+// Arg-max over the group's candidate rows (`valid`; R rows per lane): largest |value|, ties to the smallest
+// `pos`. Returns the winner's pos (the same in every lane of the group); `is_zero` tells whether the winning
+// magnitude is zero. Each lane first reduces its own R rows, then the group reduces across lanes.
+template <int G, int R>
+TI_DEVICE int pivot_search(const float (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
+  uint32_t key = 0u;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const uint32_t bits = __float_as_uint(mag[s]) & 0x7fffffffu;
+    const uint32_t k = valid[s] ? (mag_field(bits) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    key = k > key ? k : key;
+  }
   const uint32_t best = group_max_u32<G>(key);
   is_zero = best < 64u;
-  return G - static_cast<int>(best & 63u);
+  return 32 - static_cast<int>(best & 63u);
 }
 
-// Doubles: the high word first, then the (truncated) low word among the lanes that hold the maximal high word.
-template <int G>
-TI_DEVICE int pivot_search(double mag, bool valid, int pos, bool& is_zero) {
-  const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag)) & 0x7fffffffffffffffull;
-  const uint32_t hi = valid ? static_cast<uint32_t>(bits >> 32) : 0u;
-  const uint32_t best_hi = group_max_u32<G>(hi);
-  const uint32_t lo = (valid && hi == best_hi) ? (mag_field(static_cast<uint32_t>(bits)) | static_cast<uint32_t>(G - pos))
-                                               : 0u;
-  const uint32_t best_lo = group_max_u32<G>(lo);
+// Doubles: the high word first, then the (truncated) low word among the rows that hold the maximal high word.
+template <int G, int R>
+TI_DEVICE int pivot_search(const double (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
+  uint32_t hi[R], hi_max = 0u;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag[s])) & 0x7fffffffffffffffull;
+    hi[s] = valid[s] ? static_cast<uint32_t>(bits >> 32) : 0u;
+    hi_max = hi[s] > hi_max ? hi[s] : hi_max;
+  }
+  const uint32_t best_hi = group_max_u32<G>(hi_max);
+  uint32_t lo_max = 0u;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const uint32_t lo_bits = static_cast<uint32_t>(__double_as_longlong(mag[s]));
+    const uint32_t lo = (valid[s] && hi[s] == best_hi) ? (mag_field(lo_bits) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    lo_max = lo > lo_max ? lo : lo_max;
+  }
+  const uint32_t best_lo = group_max_u32<G>(lo_max);
   is_zero = best_hi == 0u && best_lo < 64u;
-  return G - static_cast<int>(best_lo & 63u);
+  return 32 - static_cast<int>(best_lo & 63u);
 }
 
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
 constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-// Compile-time geometry of one warp's work for matrices of n x n elements of type T.
-template <typename T, int N>
+// Compile-time geometry of one warp's work for matrices of n x n elements of type T, R rows per lane (lane i
+// of a group holds rows i, i + G, ..., i + (R - 1) G).
+template <typename T, int N, int R = 1>
 struct Geometry {
   static_assert(N >= 1 && N <= 32, "small LU kernels cover 1 <= n <= 32");
-  static constexpr int G = next_pow2(N);               // lanes per matrix
+  static_assert(R == 1 || R == 2 || R == 4, "1, 2 or 4 rows per lane");
+  static constexpr int G = next_pow2((N + R - 1) / R); // lanes per matrix
   static constexpr int kGroups = kWarpSize / G;        // matrices per warp
   static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
   static constexpr int kV = 16 / static_cast<int>(sizeof(T)) > 0 ? 16 / static_cast<int>(sizeof(T)) : 1;
@@ -175,13 +193,13 @@ struct Geometry {
 };
 
 // Everything a warp sees in shared memory.
-template <typename T, int N>
+template <typename T, int N, int R = 1>
 struct WarpSmem {
   T* tile;
   T* bcast;
   int* perm;
   TI_DEVICE explicit WarpSmem(unsigned char* base) {
-    using Geo = Geometry<T, N>;
+    using Geo = Geometry<T, N, R>;
     tile = reinterpret_cast<T*>(base);
     bcast = reinterpret_cast<T*>(base + Geo::kTileBytes);
     perm = reinterpret_cast<int*>(base + Geo::kTileBytes + Geo::kBcastBytes);
@@ -206,9 +224,9 @@ TI_DEVICE int tile_index(int e) {
 // Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile
 // (matrices GS elements apart). A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds
 // checks; the last warp of the grid (or unaligned data) moves single elements.
-template <typename T, int N, int GS = N * Geometry<T, N>::S>
+template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1>
 TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
-  using Geo = Geometry<T, N>;
+  using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
   constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
   if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
@@ -243,9 +261,9 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   }
 }
 
-template <typename T, int N, int GS = N * Geometry<T, N>::S>
+template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1>
 TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
-  using Geo = Geometry<T, N>;
+  using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
   constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
   if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
@@ -270,163 +288,263 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   }
 }
 
+// The pivot row's entries for the broadcast: with R rows per lane, the row of the slot that won (at most one
+// slot of one lane per group wins a step).
+template <typename T, int N, int R>
+TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
+  T v = a[0][j];
+#pragma unroll
+  for (int s = 1; s < R; ++s) v = is_piv[s] ? a[s][j] : v;
+  return v;
+}
+
 // LU factorization with partial pivoting (LAPACK getrf semantics: A = P L U, ipiv 1-based, info = first zero
-// pivot). `in` may equal `lu`. Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
-// warps * Geometry<T, N>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
-template <typename T, int N>
+// pivot). `in` may equal `lu`. R rows per lane (R > 1 amortizes the broadcast row reads and the per-step pivot
+// work over more rows: fewer instructions per matrix). Launch: blockDim.x = warps * kWarpSize, dynamic shared
+// memory warps * Geometry<T, N, R>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
+template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
                                                        int64_t batch) {
-  using Geo = Geometry<T, N>;
-  constexpr int G = Geo::G;
+  using Geo = Geometry<T, N, R>;
+  using Real = decltype(abs1(T{}));
+  constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
   if (m0 >= batch) return;  // whole warps only: shuffles below always see every lane of the warp
   const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
   const int valid = nmat * N * N;
-  WarpSmem<T, N> sm(smem_raw + warp * Geo::kWarpSmemBytes);
-  load_tile<T, N>(in + m0 * (N * N), sm.tile, valid, lane);
+  WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);
   warp_sync();
 
   const int g = lane / G, i = lane % G;
-  T a[N];
+  T a[R][N];
+  bool pivoted[R];  // padding rows (row >= n) hold nothing and are never chosen
+  int pos[R];       // each row's position in LAPACK's (swapped) matrix
+  int my_ipiv[R];
 #pragma unroll
-  for (int j = 0; j < N; ++j) a[j] = i < N ? sm.tile[(g * N + i) * Geo::S + j] : zero_of(T{});
-
-  bool pivoted = i >= N;  // padding lanes (i >= n) hold no row and are never chosen
-  int pos = i;            // this row's position in LAPACK's (swapped) matrix
-  int my_ipiv = 0, my_info = 0;
+  for (int s = 0; s < R; ++s) {
+    const int r = s * G + i;
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[s][j] = r < N ? sm.tile[(g * N + r) * S + j] : zero_of(T{});
+    pivoted[s] = r >= N;
+    pos[s] = r;
+    my_ipiv[s] = 0;
+  }
+  int my_info = 0;
   T* bcast = sm.bcast + g * 2 * Geo::RowPad;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
+    Real mag[R];
+    bool cand[R];
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      mag[s] = abs1(a[s][k]);
+      cand[s] = !pivoted[s];
+    }
     bool zero;
-    const int pr = pivot_search<G>(abs1(a[k]), !pivoted, pos, zero);
+    const int pr = pivot_search<G, R>(mag, cand, pos, zero);
     if (zero && my_info == 0) my_info = k + 1;
-    if (i == k) my_ipiv = pr + 1;
-    const bool is_piv = !pivoted && pos == pr;
+    bool is_piv[R], any_piv = false;
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      if (s * G + i == k) my_ipiv[s] = pr + 1;
+      is_piv[s] = !pivoted[s] && pos[s] == pr;
+      any_piv = any_piv || is_piv[s];
+    }
     T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
-    if (is_piv) {
+    if (any_piv) {
       // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
+      const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
 #pragma unroll
       for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
         Chunk<T> ch;
 #pragma unroll
         for (int v = 0; v < Geo::kV; ++v) {
           const int j = c * Geo::kV + v;
-          ch.v[v] = j < N ? a[j < N ? j : 0] : (j == N ? recip(a[k]) : zero_of(T{}));
+          ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
         }
         reinterpret_cast<Chunk<T>*>(row)[c] = ch;
       }
-      pivoted = true;
-      pos = k;
-    } else if (pos == k) {
-      pos = pr;  // LAPACK swaps the row at position k with the pivot row
+    }
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      if (is_piv[s]) {
+        pivoted[s] = true;
+        pos[s] = k;
+      } else if (pos[s] == k) {
+        pos[s] = pr;  // LAPACK swaps the row at position k with the pivot row
+      }
     }
     warp_sync();
-    if (!pivoted && !zero) {  // lazy swaps: rows already pivoted do nothing
-      const T l = mul(a[k], row[N]);
-      a[k] = l;
+    if (!zero) {  // lazy swaps: rows already pivoted do nothing
+      T l[R];
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (!pivoted[s]) {
+          l[s] = mul(a[s][k], row[N]);
+          a[s][k] = l[s];
+        }
+      }
 #pragma unroll
       for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
         const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
 #pragma unroll
-        for (int v = 0; v < Geo::kV; ++v) {
-          const int j = c * Geo::kV + v;
-          if (j > k && j < N) a[j] = fnms(a[j], l, ch.v[v]);
+        for (int s = 0; s < R; ++s) {
+          if (!pivoted[s]) {
+#pragma unroll
+            for (int v = 0; v < Geo::kV; ++v) {
+              const int j = c * Geo::kV + v;
+              if (j > k && j < N) a[s][j] = fnms(a[s][j], l[s], ch.v[v]);
+            }
+          }
         }
       }
     }
   }
   // Every row goes to its final position (its pivot step).
-  if (i < N) {
 #pragma unroll
-    for (int j = 0; j < N; ++j) sm.tile[(g * N + pos) * Geo::S + j] = a[j];
+  for (int s = 0; s < R; ++s) {
+    if (s * G + i < N) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) sm.tile[(g * N + pos[s]) * S + j] = a[s][j];
+    }
   }
   warp_sync();
-  store_tile<T, N>(lu + m0 * (N * N), sm.tile, valid, lane);
+  store_tile<T, N, N * S, R>(lu + m0 * (N * N), sm.tile, valid, lane);
   if (g < nmat) {
-    if (i < N) ipiv[(m0 + g) * N + i] = my_ipiv;
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      if (s * G + i < N) ipiv[(m0 + g) * N + s * G + i] = my_ipiv[s];
+    }
     if (i == 0) info[m0 + g] = my_info;
   }
 }
 
 // Inverse (getrf + getri semantics; info as getrf's). `in` may equal `out`. Same launch as small_lu_kernel.
-template <typename T, int N>
+template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
-  using Geo = Geometry<T, N>;
-  constexpr int G = Geo::G;
+  using Geo = Geometry<T, N, R>;
+  using Real = decltype(abs1(T{}));
+  constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
   if (m0 >= batch) return;
   const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
   const int valid = nmat * N * N;
-  WarpSmem<T, N> sm(smem_raw + warp * Geo::kWarpSmemBytes);
-  load_tile<T, N>(in + m0 * (N * N), sm.tile, valid, lane);
+  WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);
   warp_sync();
 
   const int g = lane / G, i = lane % G;
-  T a[N];
+  T a[R][N];
+  bool pivoted[R];
+  int pos[R], my_step[R];
+  T my_recip[R];
 #pragma unroll
-  for (int j = 0; j < N; ++j) a[j] = i < N ? sm.tile[(g * N + i) * Geo::S + j] : zero_of(T{});
-
-  bool pivoted = i >= N;
-  int pos = i;
-  int my_info = 0, my_step = 0;
-  T my_recip = one_of(T{});
+  for (int s = 0; s < R; ++s) {
+    const int r = s * G + i;
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[s][j] = r < N ? sm.tile[(g * N + r) * S + j] : zero_of(T{});
+    pivoted[s] = r >= N;
+    pos[s] = r;
+    my_step[s] = 0;
+    my_recip[s] = one_of(T{});
+  }
+  int my_info = 0;
   T* bcast = sm.bcast + g * 2 * Geo::RowPad;
   int* perm = sm.perm + g * N;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
+    Real mag[R];
+    bool cand[R];
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      mag[s] = abs1(a[s][k]);
+      cand[s] = !pivoted[s];
+    }
     bool zero;
-    const int pr = pivot_search<G>(abs1(a[k]), !pivoted, pos, zero);
+    const int pr = pivot_search<G, R>(mag, cand, pos, zero);
     if (zero && my_info == 0) my_info = k + 1;
-    const bool is_piv = !pivoted && pos == pr;
+    bool is_piv[R], any_piv = false;
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      is_piv[s] = !pivoted[s] && pos[s] == pr;
+      any_piv = any_piv || is_piv[s];
+    }
     T* row = bcast + (k & 1) * Geo::RowPad;
-    if (is_piv) {
+    if (any_piv) {
       // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
       // (scaled by 1/pivot at the end, like the rest of the row).
-      my_recip = recip(a[k]);
-      a[k] = one_of(T{});
+      const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
+      int slot = 0;
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (is_piv[s]) {
+          my_recip[s] = rc;
+          a[s][k] = one_of(T{});
+          pivoted[s] = true;
+          my_step[s] = k;
+          slot = s;
+        }
+      }
 #pragma unroll
       for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
         Chunk<T> ch;
 #pragma unroll
         for (int v = 0; v < Geo::kV; ++v) {
           const int j = c * Geo::kV + v;
-          ch.v[v] = j < N ? a[j < N ? j : 0] : (j == N ? my_recip : zero_of(T{}));
+          ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
         }
         reinterpret_cast<Chunk<T>*>(row)[c] = ch;
       }
-      perm[k] = i;
-      pivoted = true;
-      my_step = k;
-      pos = k;
-    } else if (pos == k) {
-      pos = pr;
+      perm[k] = slot * G + i;
+    }
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      if (is_piv[s]) {
+        pos[s] = k;
+      } else if (pos[s] == k) {
+        pos[s] = pr;
+      }
     }
     warp_sync();
-    if (!is_piv) {  // Gauss-Jordan: every other row, pivoted or not, eliminates column k
-      const T f = mul(a[k], row[N]);
-      a[k] = zero_of(T{});
+    // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
+    T f[R];
 #pragma unroll
-      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
-        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+    for (int s = 0; s < R; ++s) {
+      if (!is_piv[s]) {
+        f[s] = mul(a[s][k], row[N]);
+        a[s][k] = zero_of(T{});
+      }
+    }
 #pragma unroll
-        for (int v = 0; v < Geo::kV; ++v) {
-          const int j = c * Geo::kV + v;
-          if (j < N) a[j] = fnms(a[j], f, ch.v[v]);
+    for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
+      const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (!is_piv[s]) {
+#pragma unroll
+          for (int v = 0; v < Geo::kV; ++v) {
+            const int j = c * Geo::kV + v;
+            if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+          }
         }
       }
     }
   }
   // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
-  if (i < N) {
 #pragma unroll
-    for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step) * Geo::S + perm[j]] = mul(a[j], my_recip);
+  for (int s = 0; s < R; ++s) {
+    if (s * G + i < N) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step[s]) * S + perm[j]] = mul(a[s][j], my_recip[s]);
+    }
   }
   warp_sync();
-  store_tile<T, N>(out + m0 * (N * N), sm.tile, valid, lane);
+  store_tile<T, N, N * S, R>(out + m0 * (N * N), sm.tile, valid, lane);
   if (g < nmat && i == 0) info[m0 + g] = my_info;
 }
 
@@ -452,6 +570,14 @@ TI_LU_INSTANTIATE_ALL(3)
 TI_LU_INSTANTIATE_ALL(8)
 TI_LU_INSTANTIATE_ALL(17)
 TI_LU_INSTANTIATE_ALL(32)
+#define TI_LU_INSTANTIATE_ROWS(T, N, R)                                                                   \
+  template __global__ void small_lu_kernel<T, N, R>(const T*, T*, int32_t*, int32_t*, int64_t);          \
+  template __global__ void small_inverse_kernel<T, N, R>(const T*, T*, int32_t*, int64_t);
+TI_LU_INSTANTIATE_ROWS(float, 13, 2)
+TI_LU_INSTANTIATE_ROWS(float, 32, 4)
+TI_LU_INSTANTIATE_ROWS(double, 9, 4)
+TI_LU_INSTANTIATE_ROWS(double, 24, 2)
+#undef TI_LU_INSTANTIATE_ROWS
 #undef TI_LU_INSTANTIATE_ALL
 #undef TI_LU_INSTANTIATE
 }  // namespace lu

@@ -31,18 +31,25 @@ int warps_for(int kind, at::ScalarType st, int64_t n) {
   return kind == 0 ? lu_cuda::kLuWarps[d][n] : lu_cuda::kInvWarps[d][n];
 }
 
+int rows_for(int kind, at::ScalarType st, int64_t n) {
+  const int d = lu::dtype_index(st);
+  const int o = lu::rows_override(kind, d, n);
+  if (o > 0) return o;
+  return kind == 0 ? lu_cuda::kLuRows[d][n] : lu_cuda::kInvRows[d][n];
+}
+
 #define TI_LU_CASES(X) \
   X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
   X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32)
 
 template <typename T>
 void run_lu(const void* in, void* out, int32_t* ipiv, int32_t* info, int64_t batch, int64_t n, int warps,
-            cudaStream_t s) {
+            int rows, cudaStream_t s) {
   const T* i = static_cast<const T*>(in);
   T* o = static_cast<T*>(out);
   switch (n) {
 #define TI_CASE(N) \
-  case N: return lu_cuda::launch_lu<T, N>(i, o, ipiv, info, batch, warps, s);
+  case N: return lu_cuda::launch_lu<T, N>(i, o, ipiv, info, batch, warps, rows, s);
     TI_LU_CASES(TI_CASE)
 #undef TI_CASE
     default: TORCH_CHECK(false, "lu_factor: internal error: no small kernel for n = ", n);
@@ -50,12 +57,13 @@ void run_lu(const void* in, void* out, int32_t* ipiv, int32_t* info, int64_t bat
 }
 
 template <typename T>
-void run_inverse(const void* in, void* out, int32_t* info, int64_t batch, int64_t n, int warps, cudaStream_t s) {
+void run_inverse(const void* in, void* out, int32_t* info, int64_t batch, int64_t n, int warps, int rows,
+                 cudaStream_t s) {
   const T* i = static_cast<const T*>(in);
   T* o = static_cast<T*>(out);
   switch (n) {
 #define TI_CASE(N) \
-  case N: return lu_cuda::launch_inverse<T, N>(i, o, info, batch, warps, s);
+  case N: return lu_cuda::launch_inverse<T, N>(i, o, info, batch, warps, rows, s);
     TI_LU_CASES(TI_CASE)
 #undef TI_CASE
     default: TORCH_CHECK(false, "batched_inverse: internal error: no small kernel for n = ", n);
@@ -83,17 +91,17 @@ bool run_backward(const void* X, const void* G, void* out, int64_t batch, int64_
 void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
   if (batch == 0 || n == 0) return;
-  const int w = warps_for(0, in.scalar_type(), n);
+  const int w = warps_for(0, in.scalar_type(), n), r = rows_for(0, in.scalar_type(), n);
   cudaStream_t s = at::cuda::getCurrentCUDAStream();
   const void* i = in.const_data_ptr();
   void* o = out.data_ptr();
   int32_t* p = pivots.data_ptr<int32_t>();
   int32_t* f = info.data_ptr<int32_t>();
   switch (in.scalar_type()) {
-    case at::kFloat: return run_lu<float>(i, o, p, f, batch, n, w, s);
-    case at::kDouble: return run_lu<double>(i, o, p, f, batch, n, w, s);
-    case at::kComplexFloat: return run_lu<Cplx<float>>(i, o, p, f, batch, n, w, s);
-    case at::kComplexDouble: return run_lu<Cplx<double>>(i, o, p, f, batch, n, w, s);
+    case at::kFloat: return run_lu<float>(i, o, p, f, batch, n, w, r, s);
+    case at::kDouble: return run_lu<double>(i, o, p, f, batch, n, w, r, s);
+    case at::kComplexFloat: return run_lu<Cplx<float>>(i, o, p, f, batch, n, w, r, s);
+    case at::kComplexDouble: return run_lu<Cplx<double>>(i, o, p, f, batch, n, w, r, s);
     default: TORCH_CHECK(false, "lu_factor: unsupported dtype ", in.scalar_type());
   }
 }
@@ -101,16 +109,16 @@ void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Ten
 void small_inverse(const at::Tensor& in, at::Tensor& out, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
   if (batch == 0 || n == 0) return;
-  const int w = warps_for(1, in.scalar_type(), n);
+  const int w = warps_for(1, in.scalar_type(), n), r = rows_for(1, in.scalar_type(), n);
   cudaStream_t s = at::cuda::getCurrentCUDAStream();
   const void* i = in.const_data_ptr();
   void* o = out.data_ptr();
   int32_t* f = info.data_ptr<int32_t>();
   switch (in.scalar_type()) {
-    case at::kFloat: return run_inverse<float>(i, o, f, batch, n, w, s);
-    case at::kDouble: return run_inverse<double>(i, o, f, batch, n, w, s);
-    case at::kComplexFloat: return run_inverse<Cplx<float>>(i, o, f, batch, n, w, s);
-    case at::kComplexDouble: return run_inverse<Cplx<double>>(i, o, f, batch, n, w, s);
+    case at::kFloat: return run_inverse<float>(i, o, f, batch, n, w, r, s);
+    case at::kDouble: return run_inverse<double>(i, o, f, batch, n, w, r, s);
+    case at::kComplexFloat: return run_inverse<Cplx<float>>(i, o, f, batch, n, w, r, s);
+    case at::kComplexDouble: return run_inverse<Cplx<double>>(i, o, f, batch, n, w, r, s);
     default: TORCH_CHECK(false, "batched_inverse: unsupported dtype ", in.scalar_type());
   }
 }

@@ -16,10 +16,12 @@ namespace torch_inplace {
 namespace lu_cuda {
 
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
+// `rows`: rows per lane (1, 2 or 4); a count the (T, n) has no kernel for falls back to 1 (rows_supported).
 template <typename T, int N>
-void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, ti_stream_t stream);
+void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
+               ti_stream_t stream);
 template <typename T, int N>
-void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream);
+void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream);
 // grad = -X^H G X^H (fused); only where backward_supported<T, N>() (two rows of n elements fit in registers).
 template <typename T, int N>
 void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream);
@@ -35,6 +37,8 @@ int warp_smem_bytes();
 #ifdef TI_LU_DEFINE_LAUNCHERS
 #include <c10/cuda/CUDAException.h>
 
+#include <type_traits>
+
 #include "kernels/lu/inverse_backward.cuh"
 #include "kernels/lu/small_lu.cuh"
 
@@ -48,34 +52,65 @@ int warp_smem_bytes() {
   return kernels::lu::Geometry<T, N>::kWarpSmemBytes;
 }
 
-template <typename T, int N>
+template <typename T, int N, int R>
 static int clamp_warps(int warps) {
-  using Geo = kernels::lu::Geometry<T, N>;
+  using Geo = kernels::lu::Geometry<T, N, R>;
   int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
   while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;
   return w;
 }
 
-template <typename T, int N>
-void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
-  using Geo = kernels::lu::Geometry<T, N>;
-  const int w = clamp_warps<T, N>(warps);
+// Several rows per lane only for real types (the issue's targets; complex keeps one row per lane to bound build
+// time), with at least two lanes per matrix and the rows' registers within 512 bytes per lane.
+template <typename T, int N, int R>
+constexpr bool rows_supported() {
+  return R == 1 || (std::is_floating_point<T>::value && N > R && R * N * static_cast<int>(sizeof(T)) <= 512);
+}
+
+template <typename T, int N, int R>
+static void launch_lu_rows(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps,
+                           ti_stream_t stream) {
+  using Geo = kernels::lu::Geometry<T, N, R>;
+  const int w = clamp_warps<T, N, R>(warps);
   const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
   const int64_t blocks = (batch + per_block - 1) / per_block;
-  kernels::lu::small_lu_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                       w * Geo::kWarpSmemBytes, stream>>>(in, lu, ipiv, info, batch);
+  kernels::lu::small_lu_kernel<T, N, R><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                          w * Geo::kWarpSmemBytes, stream>>>(in, lu, ipiv, info, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T, int N, int R>
+static void launch_inverse_rows(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
+  using Geo = kernels::lu::Geometry<T, N, R>;
+  const int w = clamp_warps<T, N, R>(warps);
+  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
+  const int64_t blocks = (batch + per_block - 1) / per_block;
+  kernels::lu::small_inverse_kernel<T, N, R><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                               w * Geo::kWarpSmemBytes, stream>>>(in, out, info, batch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T, int N>
-void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
-  using Geo = kernels::lu::Geometry<T, N>;
-  const int w = clamp_warps<T, N>(warps);
-  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
-  const int64_t blocks = (batch + per_block - 1) / per_block;
-  kernels::lu::small_inverse_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                            w * Geo::kWarpSmemBytes, stream>>>(in, out, info, batch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
+               ti_stream_t stream) {
+  if constexpr (rows_supported<T, N, 4>()) {
+    if (rows == 4) return launch_lu_rows<T, N, 4>(in, lu, ipiv, info, batch, warps, stream);
+  }
+  if constexpr (rows_supported<T, N, 2>()) {
+    if (rows == 2) return launch_lu_rows<T, N, 2>(in, lu, ipiv, info, batch, warps, stream);
+  }
+  launch_lu_rows<T, N, 1>(in, lu, ipiv, info, batch, warps, stream);
+}
+
+template <typename T, int N>
+void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
+  if constexpr (rows_supported<T, N, 4>()) {
+    if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
+  }
+  if constexpr (rows_supported<T, N, 2>()) {
+    if (rows == 2) return launch_inverse_rows<T, N, 2>(in, out, info, batch, warps, stream);
+  }
+  launch_inverse_rows<T, N, 1>(in, out, info, batch, warps, stream);
 }
 
 template <typename T, int N>
@@ -104,13 +139,26 @@ void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_s
 }  // namespace torch_inplace
 
 #define TI_LU_INST(T, N)                                                                                       \
-  template void torch_inplace::lu_cuda::launch_lu<T, N>(const T*, T*, int32_t*, int32_t*, int64_t, int,        \
+  template void torch_inplace::lu_cuda::launch_lu<T, N>(const T*, T*, int32_t*, int32_t*, int64_t, int, int,   \
                                                         ti_stream_t);                                          \
-  template void torch_inplace::lu_cuda::launch_inverse<T, N>(const T*, T*, int32_t*, int64_t, int, ti_stream_t); \
+  template void torch_inplace::lu_cuda::launch_inverse<T, N>(const T*, T*, int32_t*, int64_t, int, int,         \
+                                                             ti_stream_t);                                     \
   template int torch_inplace::lu_cuda::warp_smem_bytes<T, N>();                                               \
   template bool torch_inplace::lu_cuda::backward_supported<T, N>();                                           \
   template void torch_inplace::lu_cuda::launch_inverse_backward<T, N>(const T*, const T*, T*, int64_t,        \
                                                                       ti_stream_t);
+// Real types build about three times the kernels (rows per lane 1, 2, 4): quarters of n, one per file.
+#define TI_LU_INST_Q1(T) \
+  TI_LU_INST(T, 1) TI_LU_INST(T, 2) TI_LU_INST(T, 3) TI_LU_INST(T, 4) TI_LU_INST(T, 5) TI_LU_INST(T, 6) \
+  TI_LU_INST(T, 7) TI_LU_INST(T, 8) TI_LU_INST(T, 9) TI_LU_INST(T, 10)
+#define TI_LU_INST_Q2(T) \
+  TI_LU_INST(T, 11) TI_LU_INST(T, 12) TI_LU_INST(T, 13) TI_LU_INST(T, 14) TI_LU_INST(T, 15) TI_LU_INST(T, 16)
+#define TI_LU_INST_Q3(T) \
+  TI_LU_INST(T, 17) TI_LU_INST(T, 18) TI_LU_INST(T, 19) TI_LU_INST(T, 20) TI_LU_INST(T, 21) TI_LU_INST(T, 22) \
+  TI_LU_INST(T, 23) TI_LU_INST(T, 24)
+#define TI_LU_INST_Q4(T) \
+  TI_LU_INST(T, 25) TI_LU_INST(T, 26) TI_LU_INST(T, 27) TI_LU_INST(T, 28) TI_LU_INST(T, 29) TI_LU_INST(T, 30) \
+  TI_LU_INST(T, 31) TI_LU_INST(T, 32)
 #define TI_LU_INST_LO(T)                                                                                \
   TI_LU_INST(T, 1) TI_LU_INST(T, 2) TI_LU_INST(T, 3) TI_LU_INST(T, 4) TI_LU_INST(T, 5) TI_LU_INST(T, 6)      \
   TI_LU_INST(T, 7) TI_LU_INST(T, 8) TI_LU_INST(T, 9) TI_LU_INST(T, 10) TI_LU_INST(T, 11) TI_LU_INST(T, 12)   \

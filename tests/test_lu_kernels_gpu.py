@@ -1,0 +1,82 @@
+"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; several warps per block) forced through
+the private tuning op, against LAPACK and against each other. A variant only changes which lane holds which row,
+never the arithmetic of a row, so its results must equal the one-row-per-lane kernel's bit for bit."""
+import pytest
+import torch
+
+import torch_inplace.linalg as TL
+from conftest import needs_cuda, well_conditioned
+
+pytestmark = [pytest.mark.gpu, needs_cuda]
+
+KINDS = ("lu", "inverse")
+CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4)]  # (warps, rows per lane)
+
+
+def tol(dtype, n):
+    return (2e-4 * n) if dtype == torch.float32 else 1e-11 * n
+
+
+def run_with(dtype, n, warps, rows, A):
+    for kind in KINDS:
+        torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, rows)
+    try:
+        LU, piv, info = TL.lu_factor_ex(A)
+        X, xinfo = TL.batched_inverse_ex(A)
+        B = A.clone()
+        TL.inverse_(B)
+        C = A.clone()
+        cpiv = TL.lu_factor_(C)
+        torch.cuda.synchronize()
+    finally:
+        for kind in KINDS:
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+    assert same(B, X) and same(C, LU) and torch.equal(cpiv, piv)
+    return LU, piv, info, X, xinfo
+
+
+def same(a, b):
+    """Bitwise equal, NaN and inf included (singular matrices invert to inf / NaN)."""
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    masks_equal = torch.equal(a.isnan(), b.isnan()) and torch.equal(a.isinf(), b.isinf())
+    return masks_equal and torch.equal(a.nan_to_num(0.0, 1.0, -1.0), b.nan_to_num(0.0, 1.0, -1.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", range(1, 33))
+def test_variants_match_lapack_and_each_other(dtype, n):
+    # 1237 matrices: the last warp of the grid holds a partial group of matrices for every geometry.
+    A = well_conditioned((1237,), n, dtype, "cuda", seed=n)
+    A[5] = 0                       # singular: info 1
+    A[7, :, n // 2] = 0            # singular at step n // 2 + 1
+    LU_ref, piv_ref, info_ref = torch.linalg.lu_factor_ex(A.cpu())
+    assert info_ref[5] == 1 and info_ref[7] == n // 2 + 1
+    base = run_with(dtype, n, 1, 1, A)
+    LU, piv, info, X, xinfo = base
+    assert torch.equal(info.cpu(), info_ref) and torch.equal(xinfo.cpu(), info_ref)
+    ok = info_ref == 0
+    if dtype == torch.float64:
+        assert torch.equal(piv.cpu()[ok], piv_ref[ok])
+    P, L, U = torch.lu_unpack(LU[ok.cuda()], piv[ok.cuda()])
+    torch.testing.assert_close(P @ L @ U, A[ok.cuda()], rtol=tol(dtype, n), atol=tol(dtype, n) * A.abs().amax())
+    eye = torch.eye(n, dtype=dtype, device="cuda")
+    torch.testing.assert_close(A[ok.cuda()] @ X[ok.cuda()], eye.expand(int(ok.sum()), n, n),
+                               rtol=0, atol=tol(dtype, n) * 20)
+    for warps, rows in CONFIGS[1:]:
+        other = run_with(dtype, n, warps, rows, A)
+        for name, a, b in zip(("LU", "pivots", "info", "inverse", "inverse info"), base, other):
+            assert same(a, b), f"{name} differs with warps={warps} rows={rows}"
+
+
+def test_nan_inf_and_tuning_op_checks():
+    for n in (5, 16, 32):
+        A = well_conditioned((40,), n, torch.float64, "cuda", seed=n)
+        A[0, 0, 0] = float("nan")
+        A[1, n - 1, n - 1] = float("inf")
+        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4)]
+        for o in outs[1:]:
+            for a, b in zip(outs[0], o):
+                assert same(a, b)
+    with pytest.raises(RuntimeError, match="_small_lu_tuning: expected rows"):
+        torch.ops.inplace._small_lu_tuning("inverse", torch.float32, 4, 2, 3)
