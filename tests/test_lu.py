@@ -181,3 +181,17 @@ def test_gradcheck(device):
     (g_ours,) = torch.autograd.grad(TL.lu_factor(A)[0], A, G)
     (g_ref,) = torch.autograd.grad(torch.linalg.lu_factor(A)[0], A, G)
     torch.testing.assert_close(g_ours, g_ref)
+
+
+def test_tuning_op_validates_and_resets():
+    """The private tuning op (benchmarks/tune_lu.py) refuses bad arguments and its overrides reset to the table."""
+    op = torch.ops.inplace._small_lu_tuning
+    bad = [(("qr", torch.float32, 4), "expected kind"), (("lu", torch.int32, 4), "expected dtype"),
+           (("lu", torch.float32, 33), "expected 1 <= n <= 32"), (("lu", torch.float32, 4, 9), "expected warps"),
+           (("inverse", torch.float32, 4, 2, 3), "expected rows")]
+    for args, msg in bad:
+        with pytest.raises(RuntimeError, match="_small_lu_tuning: " + msg):
+            op(*args)
+    assert op("inverse", torch.float64, 7, 2, 4) == 2
+    assert op("inverse", torch.float64, 7) == 2          # query
+    assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table
