@@ -298,6 +298,73 @@ TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
   return v;
 }
 
+// Rows i, i + G, ... of matrix g of the tile into registers; padding rows (>= n) are zero, count as already
+// pivoted (never chosen) and hold no position.
+template <typename T, int N, int R>
+TI_DEVICE void load_rows(const T* tile, int g, int i, T (&a)[R][N], bool (&pivoted)[R], int (&pos)[R]) {
+  using Geo = Geometry<T, N, R>;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const int r = s * Geo::G + i;
+#pragma unroll
+    for (int j = 0; j < N; ++j) a[s][j] = r < N ? tile[(g * N + r) * Geo::S + j] : zero_of(T{});
+    pivoted[s] = r >= N;
+    pos[s] = r;
+  }
+}
+
+// Step k's pivot: LAPACK's position `pr` of the group's largest candidate in column k (the same in every lane of
+// the group); `is_piv[s]` marks the one slot (of one lane) that holds it, `zero` a zero pivot column.
+template <typename T, int N, int R>
+TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int (&pos)[R], int k, bool& zero,
+                         bool (&is_piv)[R], bool& any_piv) {
+  decltype(abs1(T{})) mag[R];
+  bool cand[R];
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    mag[s] = abs1(a[s][k]);
+    cand[s] = !pivoted[s];
+  }
+  const int pr = pivot_search<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
+  any_piv = false;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    is_piv[s] = !pivoted[s] && pos[s] == pr;
+    any_piv = any_piv || is_piv[s];
+  }
+  return pr;
+}
+
+// The pivot slot's row from 16-byte chunk `c0` on, followed by the pivot's reciprocal `rc` at index N (the row
+// every lane of the group reads after the next warp sync).
+template <typename T, int N, int R>
+TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int c0) {
+  using Geo = Geometry<T, N, R>;
+#pragma unroll
+  for (int c = c0; c < Geo::RowPad / Geo::kV; ++c) {
+    Chunk<T> ch;
+#pragma unroll
+    for (int v = 0; v < Geo::kV; ++v) {
+      const int j = c * Geo::kV + v;
+      ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
+    }
+    reinterpret_cast<Chunk<T>*>(row)[c] = ch;
+  }
+}
+
+// LAPACK's interchange at step k, tracked lazily: the pivot row takes position k, the row at k takes pr.
+template <int R>
+TI_DEVICE void swap_positions(const bool (&is_piv)[R], int (&pos)[R], int k, int pr) {
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    if (is_piv[s]) {
+      pos[s] = k;
+    } else if (pos[s] == k) {
+      pos[s] = pr;
+    }
+  }
+}
+
 // LU factorization with partial pivoting (LAPACK getrf semantics: A = P L U, ipiv 1-based, info = first zero
 // pivot). `in` may equal `lu`. R rows per lane (R > 1 amortizes the broadcast row reads and the per-step pivot
 // work over more rows: fewer instructions per matrix). Launch: blockDim.x = warps * kWarpSize, dynamic shared
@@ -306,7 +373,6 @@ template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
                                                        int64_t batch) {
   using Geo = Geometry<T, N, R>;
-  using Real = decltype(abs1(T{}));
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -320,63 +386,29 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
 
   const int g = lane / G, i = lane % G;
   T a[R][N];
-  bool pivoted[R];  // padding rows (row >= n) hold nothing and are never chosen
+  bool pivoted[R];  // rows already pivoted (and padding rows) do nothing more
   int pos[R];       // each row's position in LAPACK's (swapped) matrix
-  int my_ipiv[R];
-#pragma unroll
-  for (int s = 0; s < R; ++s) {
-    const int r = s * G + i;
-#pragma unroll
-    for (int j = 0; j < N; ++j) a[s][j] = r < N ? sm.tile[(g * N + r) * S + j] : zero_of(T{});
-    pivoted[s] = r >= N;
-    pos[s] = r;
-    my_ipiv[s] = 0;
-  }
+  int my_ipiv[R] = {};
+  load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
   int my_info = 0;
   T* bcast = sm.bcast + g * 2 * Geo::RowPad;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    Real mag[R];
-    bool cand[R];
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      mag[s] = abs1(a[s][k]);
-      cand[s] = !pivoted[s];
-    }
-    bool zero;
-    const int pr = pivot_search<G, R>(mag, cand, pos, zero);
+    bool zero, is_piv[R], any_piv;
+    const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
     if (zero && my_info == 0) my_info = k + 1;
-    bool is_piv[R], any_piv = false;
 #pragma unroll
     for (int s = 0; s < R; ++s) {
       if (s * G + i == k) my_ipiv[s] = pr + 1;
-      is_piv[s] = !pivoted[s] && pos[s] == pr;
-      any_piv = any_piv || is_piv[s];
     }
     T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
     if (any_piv) {
       // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
-      const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
-#pragma unroll
-      for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
-        Chunk<T> ch;
-#pragma unroll
-        for (int v = 0; v < Geo::kV; ++v) {
-          const int j = c * Geo::kV + v;
-          ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
-        }
-        reinterpret_cast<Chunk<T>*>(row)[c] = ch;
-      }
+      write_pivot_row<T, N, R>(row, a, is_piv, recip(pick_slot<T, N, R>(a, is_piv, k)), (k + 1) / Geo::kV);
     }
 #pragma unroll
-    for (int s = 0; s < R; ++s) {
-      if (is_piv[s]) {
-        pivoted[s] = true;
-        pos[s] = k;
-      } else if (pos[s] == k) {
-        pos[s] = pr;  // LAPACK swaps the row at position k with the pivot row
-      }
-    }
+    for (int s = 0; s < R; ++s) pivoted[s] = pivoted[s] || is_piv[s];
+    swap_positions<R>(is_piv, pos, k, pr);
     warp_sync();
     if (!zero) {  // lazy swaps: rows already pivoted do nothing
       T l[R];
@@ -426,7 +458,6 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
 template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
   using Geo = Geometry<T, N, R>;
-  using Real = decltype(abs1(T{}));
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -441,39 +472,19 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
   const int g = lane / G, i = lane % G;
   T a[R][N];
   bool pivoted[R];
-  int pos[R], my_step[R];
+  int pos[R], my_step[R] = {};
   T my_recip[R];
+  load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
 #pragma unroll
-  for (int s = 0; s < R; ++s) {
-    const int r = s * G + i;
-#pragma unroll
-    for (int j = 0; j < N; ++j) a[s][j] = r < N ? sm.tile[(g * N + r) * S + j] : zero_of(T{});
-    pivoted[s] = r >= N;
-    pos[s] = r;
-    my_step[s] = 0;
-    my_recip[s] = one_of(T{});
-  }
+  for (int s = 0; s < R; ++s) my_recip[s] = one_of(T{});
   int my_info = 0;
   T* bcast = sm.bcast + g * 2 * Geo::RowPad;
   int* perm = sm.perm + g * N;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    Real mag[R];
-    bool cand[R];
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      mag[s] = abs1(a[s][k]);
-      cand[s] = !pivoted[s];
-    }
-    bool zero;
-    const int pr = pivot_search<G, R>(mag, cand, pos, zero);
+    bool zero, is_piv[R], any_piv;
+    const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
     if (zero && my_info == 0) my_info = k + 1;
-    bool is_piv[R], any_piv = false;
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      is_piv[s] = !pivoted[s] && pos[s] == pr;
-      any_piv = any_piv || is_piv[s];
-    }
     T* row = bcast + (k & 1) * Geo::RowPad;
     if (any_piv) {
       // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
@@ -490,26 +501,10 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
           slot = s;
         }
       }
-#pragma unroll
-      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
-        Chunk<T> ch;
-#pragma unroll
-        for (int v = 0; v < Geo::kV; ++v) {
-          const int j = c * Geo::kV + v;
-          ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
-        }
-        reinterpret_cast<Chunk<T>*>(row)[c] = ch;
-      }
+      write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
       perm[k] = slot * G + i;
     }
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      if (is_piv[s]) {
-        pos[s] = k;
-      } else if (pos[s] == k) {
-        pos[s] = pr;
-      }
-    }
+    swap_positions<R>(is_piv, pos, k, pr);
     warp_sync();
     // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
     T f[R];
