@@ -43,6 +43,12 @@ __all__ = [
 __version__ = "0.1.0"
 
 _ops = torch.ops.inplace
+# The hot ops' overloads, looked up once: calling an OpOverload skips the namespace and packet lookups of
+# `torch.ops.inplace.name(...)`, which cost about as much as the rest of a small call's host time. (Scripted code
+# and torch.compile see the same operators.)
+_transpose = _ops.transpose_.default
+_aos_to_soa = _ops.aos_to_soa_.default
+_soa_to_aos = _ops.soa_to_aos_.default
 
 ALGORITHMS = ("auto", "noop", "square", "c2r", "r2c", "skinny", "tiled31", "tiled32", "tiled21", "tiled22",
               "padded", "cut", "onchip")
@@ -73,7 +79,9 @@ def transpose_(t: torch.Tensor, *, algorithm: str = "auto") -> torch.Tensor:
             unsupported element size, an unknown or inapplicable algorithm, or a workspace limit no plan fits.
             The tensor is unchanged after a refusal.
     """
-    return _ops.transpose_(t, algorithm=algorithm)
+    if algorithm == "auto":
+        return _transpose(t)
+    return _transpose(t, algorithm=algorithm)
 
 
 def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
@@ -82,7 +90,7 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
     The same permutation as :func:`transpose_`, planned for a small structure dimension ``F`` (the skinny path
     keeps the short side on chip). Same requirements and errors as :func:`transpose_`, naming ``aos_to_soa_``.
     """
-    return _ops.aos_to_soa_(t)
+    return _aos_to_soa(t)
 
 
 def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
@@ -91,7 +99,7 @@ def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
     The inverse of :func:`aos_to_soa_`. Same requirements and errors as :func:`transpose_`, naming
     ``soa_to_aos_``.
     """
-    return _ops.soa_to_aos_(t)
+    return _soa_to_aos(t)
 
 
 class Plan(NamedTuple):

@@ -35,6 +35,13 @@ __all__ = [
 ]
 
 _ops = torch.ops.inplace
+# Overloads looked up once (see torch_inplace/__init__.py): less host time per call.
+_lu_factor = _ops.lu_factor.default
+_lu_factor_ex = _ops.lu_factor_ex.default
+_lu_factor_ = _ops.lu_factor_.default
+_batched_inverse = _ops.batched_inverse.default
+_batched_inverse_ex = _ops.batched_inverse_ex.default
+_inverse_ = _ops.inverse_.default
 
 
 class LUFactorResult(NamedTuple):
@@ -65,7 +72,7 @@ def lu_factor(A: torch.Tensor) -> LUFactorResult:
 
     Singular matrices are factorized without error (``U`` has a zero on the diagonal); see :func:`lu_factor_ex`.
     """
-    return LUFactorResult(*_ops.lu_factor(A))
+    return LUFactorResult(*_lu_factor(A))
 
 
 def lu_factor_ex(A: torch.Tensor, *, check_errors: bool = False) -> LUFactorExResult:
@@ -75,7 +82,9 @@ def lu_factor_ex(A: torch.Tensor, *, check_errors: bool = False) -> LUFactorExRe
     ``check_errors=True`` the call synchronizes and raises the error ``torch.linalg.lu_factor_ex`` raises when
     any ``info`` is positive.
     """
-    return LUFactorExResult(*_ops.lu_factor_ex(A, check_errors=check_errors))
+    if not check_errors:
+        return LUFactorExResult(*_lu_factor_ex(A))
+    return LUFactorExResult(*_lu_factor_ex(A, check_errors=True))
 
 
 def lu_factor_(A: torch.Tensor) -> torch.Tensor:
@@ -84,20 +93,22 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     ``A`` must be contiguous and carry no conj/neg bit. Differentiable when ``A`` is not a leaf that requires
     grad (PyTorch's usual in-place rule).
     """
-    return _ops.lu_factor_(A)
+    return _lu_factor_(A)
 
 
 def batched_inverse(A: torch.Tensor) -> torch.Tensor:
     """Inverse of every matrix in ``A`` ``(*, n, n)``, as ``torch.linalg.inv``, without the singularity check
     (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them)."""
-    return _ops.batched_inverse(A)
+    return _batched_inverse(A)
 
 
 def batched_inverse_ex(A: torch.Tensor, *, check_errors: bool = False) -> InverseExResult:
     """:func:`batched_inverse` plus ``info`` ``(*)`` int32, as ``torch.linalg.inv_ex``: ``info[b] = k > 0`` when
     the LU factorization of ``A[b]`` met an exactly zero pivot at step k. ``check_errors=True`` synchronizes and
     raises ``torch.linalg.LinAlgError`` for singular input, as ``torch.linalg.inv`` does."""
-    return InverseExResult(*_ops.batched_inverse_ex(A, check_errors=check_errors))
+    if not check_errors:
+        return InverseExResult(*_batched_inverse_ex(A))
+    return InverseExResult(*_batched_inverse_ex(A, check_errors=True))
 
 
 def inverse_(A: torch.Tensor) -> torch.Tensor:
@@ -105,4 +116,4 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
 
     No extra device memory on GPUs for ``n <= 32``. ``A`` must be contiguous and carry no conj/neg bit.
     """
-    return _ops.inverse_(A)
+    return _inverse_(A)
