@@ -99,22 +99,36 @@ def test_compile_fullgraph(backend, dynamic):
             torch.testing.assert_close(got, want)
 
 
-@pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,
-                   reason="PyTorch's compiler does not support changing a graph input's shape in place together "
-                          "with its data; its own ops are refused too (test_compile_builtin_...)")
-def test_compile_mutating_an_input():
+def _transpose_input_then_scale(x):
+    torch.ops.inplace.transpose_(x)
+    return x * 3
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_mutating_an_input(backend):
+    """A graph input transposed in place (data and shape) when no gradient is recorded: the compiled function
+    leaves the input transposed, as eager does (PyTorch's own x.t_(); x.mul_(2) is refused, see below)."""
     torch._dynamo.reset()
+    cf = torch.compile(_transpose_input_then_scale, fullgraph=True, backend=backend)
+    for shape in [(4, 6), (4, 6), (5, 9), (2, 3, 7)]:
+        x = torch.randn(shape)
+        ref = ref_transpose(x)
+        out = cf(x)
+        assert x.shape == ref.shape
+        torch.testing.assert_close(x, ref, rtol=0, atol=0)
+        torch.testing.assert_close(out, ref * 3)
 
-    def f(x):
-        torch.ops.inplace.transpose_(x)
-        return x * 3
 
-    cf = torch.compile(f, fullgraph=True, backend="aot_eager")
-    x = torch.randn(4, 6)
-    ref = ref_transpose(x)
+@pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,
+                   reason="PyTorch's compiler does not support changing the shape of a graph input that requires "
+                          "grad in place together with its data (its own ops are refused too, see below)")
+def test_compile_mutating_an_input_that_requires_grad():
+    torch._dynamo.reset()
+    cf = torch.compile(_transpose_input_then_scale, fullgraph=True, backend="aot_eager")
+    x = torch.randn(4, 6, requires_grad=True) * 1
+    ref = ref_transpose(x.detach())
     out = cf(x)
     assert x.shape == (6, 4)
-    torch.testing.assert_close(x, ref)
     torch.testing.assert_close(out, ref * 3)
 
 
@@ -241,3 +255,20 @@ def test_cuda_graph_capture_and_replay(shape):
         g.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(x, ref, rtol=0, atol=0)
+
+
+def test_call_without_grad_bumps_version_and_records_nothing():
+    """Without a gradient to record the op skips autograd's node, but still bumps the version counter: a tensor
+    saved for another op's backward and then transposed in place is refused at backward, as PyTorch does."""
+    w = torch.randn(4, 7, requires_grad=True)
+    x = torch.randn(4, 7)
+    y = x * w  # saves x for w's gradient
+    v = x._version
+    torch_inplace.transpose_(x)
+    assert x._version > v and x.grad_fn is None and not x.requires_grad
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    # With a gradient to record the graph node is there.
+    z = torch.randn(4, 7, requires_grad=True) * 1
+    torch_inplace.transpose_(z)
+    assert z.grad_fn is not None

@@ -195,3 +195,25 @@ def test_tuning_op_validates_and_resets():
     assert op("inverse", torch.float64, 7, 2, 4) == 2
     assert op("inverse", torch.float64, 7) == 2          # query
     assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_calls_without_grad_record_nothing_and_bump_versions(device):
+    """Calls with no gradient to record go straight to the kernels: no graph node on the outputs, version counters
+    still bumped by the in-place ops (a saved tensor changed in place is refused at backward)."""
+    A = random_matrices((3,), 5, torch.float64, device, seed=1)
+    X, info = TL.batched_inverse_ex(A)
+    LU, piv, linfo = TL.lu_factor_ex(A)
+    assert X.grad_fn is None and LU.grad_fn is None and not X.requires_grad
+    torch.testing.assert_close(X, torch.linalg.inv(A))
+    for op in (TL.inverse_, TL.lu_factor_):
+        w = torch.randn(3, 5, 5, dtype=torch.float64, device=device, requires_grad=True)
+        B = A.clone()
+        y = B * w  # saves B for w's gradient
+        v = B._version
+        op(B)
+        assert B._version > v
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    Ag = A.clone().requires_grad_()
+    assert TL.batched_inverse(Ag).grad_fn is not None and TL.lu_factor(Ag)[0].grad_fn is not None

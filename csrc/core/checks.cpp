@@ -140,6 +140,10 @@ void check_inplace_autograd(const at::Tensor& self) {
   }
 }
 
+bool records_autograd(const at::Tensor& t) {
+  return (at::GradMode::is_enabled() && t.requires_grad()) || t._fw_grad(/*level=*/0).defined();
+}
+
 plan::Problem transpose_problem(const at::Tensor& self) {
   plan::Problem p;
   const int64_t d = self.dim();

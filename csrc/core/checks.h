@@ -28,6 +28,12 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
 // before any byte moves: torch::autograd::Function's mark_dirty would only raise after the kernel ran.
 void check_inplace_autograd(const at::Tensor& self);
 
+// Whether a call on `t` must go through the op's torch::autograd::Function: grad mode on and `t` requiring grad,
+// or a forward-mode gradient on it (which the Function refuses clearly). Otherwise the autograd kernels call the
+// backend directly, without a graph node, saved variables or output wrapping (about a microsecond per call);
+// in-place ops then bump the version counter themselves, as mark_dirty would.
+bool records_autograd(const at::Tensor& t);
+
 // Bytes of storage past the tensor's elements that belong to it (slack from empty_transposable), else 0.
 int64_t storage_slack_bytes(const at::Tensor& self);
 

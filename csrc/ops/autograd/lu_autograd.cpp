@@ -39,14 +39,43 @@ at::Tensor lu_backward(const at::Tensor& LU, const at::Tensor& pivots, const at:
   return at::matmul(P, gA);
 }
 
+// The backend kernels (below autograd), for the Functions and for calls that record no gradient.
+std::tuple<at::Tensor, at::Tensor> inverse_ex_below(const at::Tensor& A, bool check_errors) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::batched_inverse_ex", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(A, check_errors);
+}
+
+void inverse_data_below(at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_inverse_data_", "")
+                       .typed<void(at::Tensor&)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  op.call(A);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_below(const at::Tensor& A, bool check_errors) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::lu_factor_ex", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(A, check_errors);
+}
+
+at::Tensor lu_factor__below(at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::lu_factor_", "")
+                       .typed<at::Tensor(at::Tensor&)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(A);
+}
+
 class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& A, bool check_errors) {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("inplace::batched_inverse_ex", "")
-                         .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
-    at::AutoDispatchBelowADInplaceOrView guard;
-    auto [X, info] = op.call(A, check_errors);
+    auto [X, info] = inverse_ex_below(A, check_errors);
     ctx->save_for_backward({X});
     ctx->mark_non_differentiable({info});
     return {X, info};
@@ -61,13 +90,7 @@ class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
 class InverseInplace : public torch::autograd::Function<InverseInplace> {
  public:
   static variable_list forward(AutogradContext* ctx, at::Tensor A) {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("inplace::_inverse_data_", "")
-                         .typed<void(at::Tensor&)>();
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      op.call(A);
-    }
+    inverse_data_below(A);
     ctx->mark_dirty({A});
     ctx->save_for_backward({A});
     return {A};
@@ -82,11 +105,7 @@ class InverseInplace : public torch::autograd::Function<InverseInplace> {
 class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& A, bool check_errors) {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("inplace::lu_factor_ex", "")
-                         .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool)>();
-    at::AutoDispatchBelowADInplaceOrView guard;
-    auto [LU, pivots, info] = op.call(A, check_errors);
+    auto [LU, pivots, info] = lu_factor_ex_below(A, check_errors);
     ctx->save_for_backward({LU, pivots});
     ctx->mark_non_differentiable({pivots, info});
     return {LU, pivots, info};
@@ -101,14 +120,7 @@ class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
 class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
  public:
   static variable_list forward(AutogradContext* ctx, at::Tensor A) {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("inplace::lu_factor_", "")
-                         .typed<at::Tensor(at::Tensor&)>();
-    at::Tensor pivots;
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      pivots = op.call(A);
-    }
+    at::Tensor pivots = lu_factor__below(A);
     ctx->mark_dirty({A});
     ctx->mark_non_differentiable({pivots});
     ctx->save_for_backward({A, pivots});
@@ -121,9 +133,11 @@ class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
   }
 };
 
-// Each wrapper validates first, so a bad input is refused before autograd or a backend sees it.
+// Each wrapper validates first, so a bad input is refused before autograd or a backend sees it. Calls that
+// record no gradient (records_autograd) go straight to the backend; in-place ones bump the version counter.
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  if (!records_autograd(A)) return inverse_ex_below(A, check_errors);
   auto r = BatchedInverseEx::apply(A, check_errors);
   return {r[0], r[1]};
 }
@@ -131,11 +145,17 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor&
 void inverse_data_autograd(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   check_inplace_autograd(A);
+  if (!records_autograd(A)) {
+    inverse_data_below(A);
+    torch::autograd::impl::bump_version(A);
+    return;
+  }
   InverseInplace::apply(A);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  if (!records_autograd(A)) return lu_factor_ex_below(A, check_errors);
   auto r = LuFactorEx::apply(A, check_errors);
   return {r[0], r[1], r[2]};
 }
@@ -143,6 +163,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::T
 at::Tensor lu_factor__autograd(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
   check_inplace_autograd(A);
+  if (!records_autograd(A)) {
+    at::Tensor pivots = lu_factor__below(A);
+    torch::autograd::impl::bump_version(A);
+    return pivots;
+  }
   return LuFactorInplace::apply(A)[1];
 }
 

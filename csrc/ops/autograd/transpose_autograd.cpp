@@ -17,16 +17,19 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// The backend kernel of _transpose_data_ (below autograd).
+void transpose_data_below_autograd(at::Tensor& self, c10::string_view algorithm) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_transpose_data_", "")
+                       .typed<void(at::Tensor&, c10::string_view)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  op.call(self, algorithm);
+}
+
 class TransposeData : public torch::autograd::Function<TransposeData> {
  public:
   static at::Tensor forward(AutogradContext* ctx, at::Tensor self, const std::string& algorithm) {
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      static auto op = c10::Dispatcher::singleton()
-                           .findSchemaOrThrow("inplace::_transpose_data_", "")
-                           .typed<void(at::Tensor&, c10::string_view)>();
-      op.call(self, algorithm);
-    }
+    transpose_data_below_autograd(self, algorithm);
     ctx->mark_dirty({self});
     return self;
   }
@@ -42,6 +45,11 @@ class TransposeData : public torch::autograd::Function<TransposeData> {
 
 void transpose_data_autograd(at::Tensor& self, c10::string_view algorithm) {
   check_inplace_autograd(self);
+  if (!records_autograd(self)) {  // nothing to differentiate: no node, just the version bump
+    transpose_data_below_autograd(self, algorithm);
+    torch::autograd::impl::bump_version(self);
+    return;
+  }
   TransposeData::apply(self, std::string(algorithm));
 }
 
