@@ -224,13 +224,16 @@ TI_DEVICE int tile_index(int e) {
 // Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile
 // (matrices GS elements apart). A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds
 // checks; the last warp of the grid (or unaligned data) moves single elements.
-template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1>
+// `Groups`: matrices per warp (Geometry's count for R rows per lane unless given); `SS`: the tile's row stride.
+template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1, int Groups = Geometry<T, N, R>::kGroups,
+          int SS = Geometry<T, N>::S>
 TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
-  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
-  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
-    constexpr int kChunks = Geo::kElems / kV;
+  constexpr int kElems = Groups * N * N, kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
+  constexpr bool kChunked = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    constexpr int kChunks = kElems / kV;
     constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
     Chunk<T> v[kIters];
 #pragma unroll
@@ -243,31 +246,33 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
       const int c = it * kWarpSize + lane;
       if (kChunks % kWarpSize == 0 || c < kChunks) {
 #pragma unroll
-        for (int u = 0; u < kV; ++u) tile[tile_index<N, Geo::S, GS>(c * kV + u)] = v[it].v[u];
+        for (int u = 0; u < kV; ++u) tile[tile_index<N, SS, GS>(c * kV + u)] = v[it].v[u];
       }
     }
     return;
   }
-  T v[Geo::kLoadIters];
+  T v[kLoadIters];
 #pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
+  for (int it = 0; it < kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
     if (e < valid) v[it] = src[e];
   }
 #pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
+  for (int it = 0; it < kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) tile[tile_index<N, Geo::S, GS>(e)] = v[it];
+    if (e < valid) tile[tile_index<N, SS, GS>(e)] = v[it];
   }
 }
 
-template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1>
+template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1, int Groups = Geometry<T, N, R>::kGroups,
+          int SS = Geometry<T, N>::S>
 TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
-  constexpr bool kChunked = (Geo::kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
-  if (kChunked && valid == Geo::kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
-    constexpr int kChunks = Geo::kElems / kV;
+  constexpr int kElems = Groups * N * N, kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
+  constexpr bool kChunked = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  if (kChunked && valid == kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+    constexpr int kChunks = kElems / kV;
     constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -275,16 +280,16 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
       if (kChunks % kWarpSize == 0 || c < kChunks) {
         Chunk<T> v;
 #pragma unroll
-        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, Geo::S, GS>(c * kV + u)];
+        for (int u = 0; u < kV; ++u) v.v[u] = tile[tile_index<N, SS, GS>(c * kV + u)];
         reinterpret_cast<Chunk<T>*>(dst)[c] = v;
       }
     }
     return;
   }
 #pragma unroll
-  for (int it = 0; it < Geo::kLoadIters; ++it) {
+  for (int it = 0; it < kLoadIters; ++it) {
     const int e = it * kWarpSize + lane;
-    if (e < valid) dst[e] = tile[tile_index<N, Geo::S, GS>(e)];
+    if (e < valid) dst[e] = tile[tile_index<N, SS, GS>(e)];
   }
 }
 

@@ -122,7 +122,16 @@ template <typename T, int N>
 void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream) {
   using Geo = kernels::lu::Geometry<T, N>;
   using BG = kernels::lu::BackwardGeometry<T, N>;
-  if constexpr (BG::kSupported) {
+  using BB = kernels::lu::BlockBackwardGeometry<T, N>;
+  if constexpr (BB::kSupported) {  // float64, n = 17..24, 31, 32: the block variant
+    int w = 4;
+    while (w > 1 && w * BB::kWarpSmemBytes > kMaxBlockSmem) --w;
+    const int64_t per_block = static_cast<int64_t>(w) * BB::kGroups;
+    const int64_t blocks = (batch + per_block - 1) / per_block;
+    kernels::lu::block_inverse_backward_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
+                                                       w * BB::kWarpSmemBytes, stream>>>(X, G, out, batch);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else if constexpr (BG::kSupported) {
     int w = 4;
     while (w > 1 && w * BG::kWarpSmemBytes > kMaxBlockSmem) --w;
     const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
