@@ -152,9 +152,9 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
 // up to whole 16-byte chunks; the tiles are zero-padded). No pivoting, so no per-row bookkeeping:
 //   T = G X^H:      T[r][c]    = sum_k G[r][k] conj(X[c][k])   (rows of G and X, 16-byte chunks along k)
 //   grad = -X^H T:  grad[r][c] = -sum_k conj(X[k][r]) T[k][c]  (the lane's column blocks of row k of X and T)
-// Each step reads (BR + BC) / V chunks (or BR + BC) for BR * BC * V (or BR * BC) multiply-adds, against n / V
-// chunks for n in the row-per-lane kernel. Tile rows are an odd number of chunks apart and the group's tiles an odd number of chunks
-// apart, so the lanes' chunk reads fall in distinct banks.
+// Each step reads (BR + BC) / V chunks (or BR + BC) for BR * BC * V (or BR * BC) multiply-adds, against n / V chunks
+// for n in the row-per-lane kernel. Tile rows are an odd number of chunks apart and the group's tiles an odd number
+// of chunks apart, so the lanes' chunk reads fall in distinct banks.
 template <typename T, int N>
 struct BlockBackwardGeometry {
   static constexpr int LR = 4;                                   // lane rows of a group
