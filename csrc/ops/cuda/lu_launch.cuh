@@ -118,27 +118,30 @@ bool backward_supported() {
   return kernels::lu::BackwardGeometry<T, N>::kSupported;
 }
 
+// Launches one of the fused backward kernels: up to 4 warps per block within kMaxBlockSmem, `groups` matrices
+// per warp, `warp_bytes` of shared memory per warp.
+template <typename T>
+static void launch_backward_kernel(void (*kernel)(const T*, const T*, T*, int64_t), int warp_bytes, int groups,
+                                   const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream) {
+  int w = 4;
+  while (w > 1 && w * warp_bytes > kMaxBlockSmem) --w;
+  const int64_t per_block = static_cast<int64_t>(w) * groups;
+  const int64_t blocks = (batch + per_block - 1) / per_block;
+  kernel<<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, w * warp_bytes, stream>>>(X, G, out, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T, int N>
 void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream) {
   using Geo = kernels::lu::Geometry<T, N>;
   using BG = kernels::lu::BackwardGeometry<T, N>;
   using BB = kernels::lu::BlockBackwardGeometry<T, N>;
   if constexpr (BB::kSupported) {  // float64, n = 17..24, 31, 32: the block variant
-    int w = 4;
-    while (w > 1 && w * BB::kWarpSmemBytes > kMaxBlockSmem) --w;
-    const int64_t per_block = static_cast<int64_t>(w) * BB::kGroups;
-    const int64_t blocks = (batch + per_block - 1) / per_block;
-    kernels::lu::block_inverse_backward_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                                       w * BB::kWarpSmemBytes, stream>>>(X, G, out, batch);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_backward_kernel<T>(kernels::lu::block_inverse_backward_kernel<T, N>, BB::kWarpSmemBytes, BB::kGroups, X, G,
+                              out, batch, stream);
   } else if constexpr (BG::kSupported) {
-    int w = 4;
-    while (w > 1 && w * BG::kWarpSmemBytes > kMaxBlockSmem) --w;
-    const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
-    const int64_t blocks = (batch + per_block - 1) / per_block;
-    kernels::lu::inverse_backward_kernel<T, N><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                                 w * BG::kWarpSmemBytes, stream>>>(X, G, out, batch);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_backward_kernel<T>(kernels::lu::inverse_backward_kernel<T, N>, BG::kWarpSmemBytes, Geo::kGroups, X, G, out,
+                              batch, stream);
   } else {
     TORCH_CHECK(false, "_inverse_backward: internal error: no fused kernel for this (dtype, n)");
   }
