@@ -426,3 +426,49 @@ def test_column_engines_explain_and_agree():
             with env(**knobs, **NO_ONCHIP):
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)
+
+
+FUSED_SHAPES = [(6, 4), (4, 6), (12, 18), (18, 12), (1002, 1500), (1500, 1002), (3000, 4998), (4998, 3000),
+                (2048, 1536), (8198, 8186), (4099 * 3, 2050 * 3), (1000, 3000)]
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_rotation_fused_into_row_shuffle(esize):
+    # gcd(m, n) > 1: the C2R pre-rotation (R2C post-rotation) runs inside the row shuffle; bands of one row
+    # (TORCH_INPLACE_GPU_ROW_BLOCK_BYTES=1) give many chunks and blocks waiting on their neighbours. The unfused
+    # steps (TORCH_INPLACE_GPU_FUSE_ROTATION=0) stay reachable and agree.
+    for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0")):
+        with env(**knobs, **NO_ONCHIP):
+            for shape in FUSED_SHAPES:
+                if math.prod(shape) * esize > (1 << 28):
+                    continue
+                for algorithm in ("c2r", "r2c"):
+                    check(shape, esize, algorithm)
+
+
+def test_rotation_fused_explains_and_wide_rows():
+    with env(**NO_ONCHIP):
+        p = torch_inplace.plan((8198, 8186), torch.float32, "cuda")
+        assert "pre-rotation (gcd 2) fused" in p.explanation, p.explanation
+        p = torch_inplace.plan((8186, 8198), torch.float32, "cuda")
+        assert "post-rotation (gcd 2) fused" in p.explanation, p.explanation
+        # batched, or c - 1 rows that do not fit twice in shared memory: the rotation keeps its own step
+        for shape in [(2, 1002, 1500), (3000, 1000)]:
+            p = torch_inplace.plan(shape, torch.float32, "cuda")
+            assert "fused" not in p.explanation, (shape, p.explanation)
+    with env(TORCH_INPLACE_GPU_FUSE_ROTATION="0", **NO_ONCHIP):
+        assert "fused" not in torch_inplace.plan((8198, 8186), torch.float32, "cuda").explanation
+    # the fused kernel's flags take scratch; under a zero workspace limit the planner falls back to the separate
+    # rotation (no scratch with the whole-GPU column panels)
+    fused = torch_inplace.plan((8198, 8186), torch.float32, "cuda")
+    assert fused.scratch_bytes > 0
+    with torch_inplace.workspace_limit(0):
+        p0 = torch_inplace.plan((8198, 8186), torch.float32, "cuda")
+        assert p0.scratch_bytes == 0 and "fused" not in p0.explanation, p0.explanation
+        check((8198, 8186), 4)
+    # rows of 64 KB: two bands fill more than half of an SM's shared memory, so 1024 threads per block
+    for shape, esize in [((20000, 8002), 8), ((20000, 16002), 4)]:
+        with env(**NO_ONCHIP):
+            assert "fused" in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
+            check(shape, esize)
+            check(shape[::-1], esize)

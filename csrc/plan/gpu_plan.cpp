@@ -66,7 +66,7 @@ constexpr int64_t kGridColumnRunBytesR2C = 400;
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
 
-void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
+void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
   const int64_t m = plan.c2r.m, n = plan.c2r.n * super, es = p.esize;  // n: elements per row
   const int64_t budget = smem_budget(caps);
@@ -118,6 +118,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
       g.grid_blocks = ceil_div(m, R);
       g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
+      g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in
@@ -139,6 +140,21 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
       break;
     }
   }
+  // The C2R pre-rotation / R2C post-rotation (c > 1) fused into the row shuffle: a block's chunk of rows starts
+  // with a head of at least c - 1 rows (a band's rotated rows reach that far past it), held in shared memory
+  // beside the band in work.
+  if (fuse_rotation && plan.c2r.c > 1 && super == 1 && p.batch == 1 && g.row_block > 0 &&
+      !env_is("TORCH_INPLACE_GPU_FUSE_ROTATION", "0")) {
+    const int64_t head = std::max(g.row_block, plan.c2r.c - 1);
+    if (head <= m && head < (int64_t{1} << 31) && (head + g.row_block) * row_bytes <= budget) {
+      g.fuse_head = head;
+      g.fuse_rows = g.row_block;
+      g.fuse_smem = (head + g.row_block) * row_bytes;
+      g.fuse_flags_off = off;
+      g.fuse_flags_bytes = align64(4 * std::min<int64_t>(m / head, int64_t{32} * std::max(1, caps.num_sms)));
+      off += g.fuse_flags_bytes;
+    }
+  }
   if (g.col_cluster == 0 && g.grid_width == 0) {
     g.bitmap_off = off;
     g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
@@ -156,6 +172,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1) {
                    " blocks (panels of " + std::to_string(g.col_width) + " columns)";
   } else {
     plan.reason += "; columns by reflections and cycle following (leaders found on the device)";
+  }
+  if (g.fuse_head > 0) {
+    plan.reason += std::string("; the ") + (plan.variant == 1 ? "post" : "pre") + "-rotation (gcd " +
+                   std::to_string(plan.c2r.c) + ") fused into the row shuffle (one cooperative kernel; chunks of rows " +
+                   "with a head of " + std::to_string(g.fuse_head) + ", bands of " + std::to_string(g.fuse_rows) + ")";
   }
   plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
                  : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"
@@ -362,17 +383,24 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     }
   }
   const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
-  if (want(first)) {
-    Plan pl = make(first, first == Algo::R2C,
-                   tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
-                        : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side");
+  // Each direction with the rotation fused into the row shuffle where it can be (its flags take a little
+  // scratch), then without (no scratch with the whole-GPU column panels), for tight workspace limits.
+  auto add_catanzaro = [&](Plan pl) {
+    Plan unfused = pl;
     plan_catanzaro(pl, caps);
     out.push_back(pl);
+    if (pl.gpu.fuse_head > 0) {
+      plan_catanzaro(unfused, caps, 1, /*fuse_rotation=*/false);
+      out.push_back(unfused);
+    }
+  };
+  if (want(first)) {
+    add_catanzaro(make(first, first == Algo::R2C,
+                       tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
+                            : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side"));
   }
   if (want(second)) {
-    Plan pl = make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction");
-    plan_catanzaro(pl, caps);
-    out.push_back(pl);
+    add_catanzaro(make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction"));
   }
   return out;
 }

@@ -86,8 +86,14 @@ struct Plan {
     // cooperative kernel, grid_rows rows of the result per block (kernels/transpose/grid_columns.cuh).
     int64_t grid_width = 0, grid_rows = 0, grid_blocks = 0, grid_smem = 0;
     int64_t grid_buffers = 1;  // 2: a panel is written back while the next one is gathered
+    int64_t grid_row_lanes = 0;  // lanes per band row of the gather (0: the kernel's rule, grid_row_lanes<T>)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
+    // Or (fuse_head > 0; c > 1, one matrix, rows in shared memory) the row shuffle fused with the C2R
+    // pre-rotation / R2C post-rotation: each block's chunk of rows starts with a head of fuse_head >= c - 1 rows,
+    // then bands of fuse_rows rows; fuse_smem bytes per block (head + band), at most fuse_flags_bytes / 4 blocks,
+    // one flag word each at fuse_flags_off (kernels/transpose/catanzaro.cuh).
+    int64_t fuse_head = 0, fuse_rows = 0, fuse_smem = 0, fuse_flags_off = 0, fuse_flags_bytes = 0;
     // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
     // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
     int64_t super = 1, tile_smem = 0;

@@ -233,82 +233,24 @@ TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
 constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
-template <typename T, typename U, bool kC2R>
-__global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
-                                                                       int64_t total_rows, int rows_per_block) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sm = reinterpret_cast<T*>(smem_raw);
-  const U nk = P.nk;
+// Shuffles cnt elements of whole rows staged in sm (row stride nk; the first is matrix row i0) and hands each
+// result to store(t, v), t its flat index in the staged rows: store writes it (in place, or to its rotated row).
+template <typename T, typename U, bool kC2R, typename Store>
+TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt, Store store) {
   constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per thread
-  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_block; row0 < total_rows;
-       row0 += static_cast<int64_t>(gridDim.x) * rows_per_block) {
-    const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
-    const U cnt = static_cast<U>(rows) * nk;
-    T* g = base + row0 * static_cast<int64_t>(nk);  // the block's rows are contiguous
-    for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
-      T v[K];
-#pragma unroll
-      for (int s = 0; s < K; ++s) {
-        const U t = t0 + static_cast<U>(s) * blockDim.x;
-        if (t < cnt) v[s] = g[t];
-      }
-#pragma unroll
-      for (int s = 0; s < K; ++s) {
-        const U t = t0 + static_cast<U>(s) * blockDim.x;
-        if (t < cnt) sm[t] = v[s];
-      }
-    }
-    __syncthreads();
-    const U m = P.m;
-    const int64_t mat0 = row0 / static_cast<int64_t>(m);
-    const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(m));
-    if (P.k == 1 && nk > static_cast<U>(blockDim.x) && blockDim.x == P.rs_step) {
-      // Rows longer than the block: thread x visits columns x, x + B, ... of row 0, then of row 1, ...; within a
-      // row the source column follows by row_walk increments, and a new row restarts the walk.
-      U r = 0, j = threadIdx.x, i = i0;
-      const U B = static_cast<U>(blockDim.x);
-      bool tail = kC2R && i + P.c > m;
-      typename CatIdx<U>::GatherWalk gw{};
-      typename CatIdx<U>::ScatterWalk sw{};
-      if (kC2R) {
-        if (!tail) gw = P.gather_walk_at(i, j);
-      } else {
-        sw = P.scatter_walk_at(i, j);
-      }
-      for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
-        T v[K];
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U t = t0 + static_cast<U>(s) * blockDim.x;
-          if (t < cnt) {
-            const U src = kC2R ? (tail ? P.row_gather(i, j) : P.gather_walk_src(gw)) : P.scatter_walk_src(sw);
-            v[s] = sm[r * nk + src];
-          }
-          j += B;
-          if (j >= nk) {  // next row (B < nk: exactly one)
-            j -= nk;
-            ++r;
-            if (++i == m) i = 0;
-            if (kC2R) {
-              tail = i + P.c > m;
-              if (!tail) gw = P.gather_walk_at(i, j);
-            } else {
-              sw = P.scatter_walk_at(i, j);
-            }
-          } else if (kC2R) {
-            if (!tail) P.gather_walk_next(gw);
-          } else {
-            P.scatter_walk_next(sw);
-          }
-        }
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U t = t0 + static_cast<U>(s) * blockDim.x;
-          if (t < cnt) g[t] = v[s];
-        }
-      }
-      __syncthreads();
-      continue;
+  const U nk = P.nk, m = P.m;
+  if (P.k == 1 && nk > static_cast<U>(blockDim.x) && blockDim.x == P.rs_step) {
+    // Rows longer than the block: thread x visits columns x, x + B, ... of row 0, then of row 1, ...; within a
+    // row the source column follows by row_walk increments, and a new row restarts the walk.
+    U r = 0, j = threadIdx.x, i = i0;
+    const U B = static_cast<U>(blockDim.x);
+    bool tail = kC2R && i + P.c > m;
+    typename CatIdx<U>::GatherWalk gw{};
+    typename CatIdx<U>::ScatterWalk sw{};
+    if (kC2R) {
+      if (!tail) gw = P.gather_walk_at(i, j);
+    } else {
+      sw = P.scatter_walk_at(i, j);
     }
     for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
@@ -316,22 +258,191 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __
       for (int s = 0; s < K; ++s) {
         const U t = t0 + static_cast<U>(s) * blockDim.x;
         if (t < cnt) {
-          U e, sub;
-          const U r = P.dm_nk.div(t, &e);
-          const U j = P.dm_k.div(e, &sub);
-          U i = i0 + r;
-          while (i >= m) i -= m;  // a block's rows span at most a few matrices
-          const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
-          v[s] = sm[r * nk + src * P.k + sub];
+          const U src = kC2R ? (tail ? P.row_gather(i, j) : P.gather_walk_src(gw)) : P.scatter_walk_src(sw);
+          v[s] = sm[r * nk + src];
+        }
+        j += B;
+        if (j >= nk) {  // next row (B < nk: exactly one)
+          j -= nk;
+          ++r;
+          if (++i == m) i = 0;
+          if (kC2R) {
+            tail = i + P.c > m;
+            if (!tail) gw = P.gather_walk_at(i, j);
+          } else {
+            sw = P.scatter_walk_at(i, j);
+          }
+        } else if (kC2R) {
+          if (!tail) P.gather_walk_next(gw);
+        } else {
+          P.scatter_walk_next(sw);
         }
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const U t = t0 + static_cast<U>(s) * blockDim.x;
-        if (t < cnt) g[t] = v[s];
+        if (t < cnt) store(t, v[s]);
       }
     }
+    return;
+  }
+  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+    T v[K];
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) {
+        U e, sub;
+        const U r = P.dm_nk.div(t, &e);
+        const U j = P.dm_k.div(e, &sub);
+        U i = i0 + r;
+        while (i >= m) i -= m;  // a block's rows span at most a few matrices
+        const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
+        v[s] = sm[r * nk + src * P.k + sub];
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) store(t, v[s]);
+    }
+  }
+}
+
+// Stages cnt elements into sm: sm[t] = src[t] (rotated == false), or, for rows r0 + t / nk of one matrix,
+// sm[t] = row (r0 + t / nk + j / b) mod m, column j = t mod nk (the C2R pre-rotation, eq. 23).
+template <typename T, typename U, bool kRotated>
+TI_DEVICE void stage_rows(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
+  const U nk = P.nk, m = P.m;
+  const T* g = base + static_cast<int64_t>(r0) * nk;
+  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+    T v[K];
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) {
+        if (kRotated) {
+          U j, rem;
+          const U r = P.dm_nk.div(t, &j);
+          const U i = r0 + r + P.dm_b.div(j, &rem);  // < 2m
+          v[s] = base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j];
+        } else {
+          v[s] = g[t];
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) sm[t] = v[s];
+    }
+  }
+}
+
+template <typename T, typename U, bool kC2R>
+__global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
+                                                                       int64_t total_rows, int rows_per_block) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  const U nk = P.nk;
+  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_block; row0 < total_rows;
+       row0 += static_cast<int64_t>(gridDim.x) * rows_per_block) {
+    const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
+    const U cnt = static_cast<U>(rows) * nk;
+    T* g = base + row0 * static_cast<int64_t>(nk);  // the block's rows are contiguous
+    stage_rows<T, U, false>(sm, g, P, U(0), cnt);
     __syncthreads();
+    const int64_t mat0 = row0 / static_cast<int64_t>(P.m);
+    const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(P.m));
+    shuffle_staged_rows<T, U, kC2R>(sm, P, i0, cnt, [&](U t, const T& v) { g[t] = v; });
+    __syncthreads();
+  }
+}
+
+// ---- row shuffle fused with the C2R pre-rotation or the R2C post-rotation (c > 1, one matrix) -------------
+// C2R: a band of rows is staged already rotated (row i of the band holds in((i + j/b) mod m, j)) and shuffled
+// as usual. R2C: the band is staged as is, and each shuffled element of row i, column j goes to row
+// (i + j/b) mod m. Either way the rotation costs no pass of its own, but a band reaches up to c - 1 rows past
+// its end (C2R reads them, R2C writes them), so the order of the bands matters. Block k of G owns the chunk of
+// rows [k m / G, (k+1) m / G): a head of head_rows >= c - 1 rows, then bands of band_rows rows. It stages its
+// head first, into a buffer of its own, then
+//   C2R: runs the other bands in increasing order (a band's extra rows come after it, not yet written); once
+//     the last band is staged (it read the next chunk's head rows) it sets flags[k]; it writes the head after
+//     flags[k - 1] (the previous chunk has read the head's rows);
+//   R2C: sets flags[k] (its head is staged), runs the other bands in decreasing order (a band's extra rows come
+//     after it, already staged); before writing its last band (into the next chunk's head) it waits for
+//     flags[k + 1]; the head goes last.
+// Chunks wrap around (the matrix's last rows reach rows 0..c-2). Every block must be resident (cooperative
+// launch): a block may wait for its neighbour. flags: G words, zero before the launch; G <= m / head_rows. The
+// schedule is checked as a Python model on random interleavings (tests/test_fused_rotation_schedule.py).
+TI_DEVICE void chunk_flag_set(unsigned* flag) {
+  __syncthreads();  // every read this block's flag vouches for has returned
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicExch(flag, 1u);
+  }
+}
+
+TI_DEVICE void chunk_flag_wait(unsigned* flag) {
+  if (threadIdx.x == 0) {
+    while (atomicAdd(flag, 0u) == 0u) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <typename T, typename U, bool kC2R>
+__global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __restrict__ base, CatIdx<U> P,
+                                                                         uint32_t head_rows, uint32_t band_rows,
+                                                                         unsigned* __restrict__ flags) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* head = reinterpret_cast<T*>(smem_raw);
+  T* work = head + static_cast<int64_t>(head_rows) * P.nk;
+  const U m = P.m, nk = P.nk;
+  const uint32_t G = gridDim.x, k = blockIdx.x;
+  const U r_lo = static_cast<U>(static_cast<uint64_t>(k) * m / G);
+  const U r_hi = static_cast<U>(static_cast<uint64_t>(k + 1) * m / G);
+  const U h1 = r_lo + head_rows;  // <= r_hi
+  const U nbands = (r_hi - h1 + band_rows - 1) / band_rows;
+  auto plain = [&](U r0) { return [=](U t, const T& v) { base[static_cast<int64_t>(r0) * nk + t] = v; }; };
+  auto rotated = [&](U r0) {
+    return [=, &P](U t, const T& v) {
+      U j, rem;
+      const U r = P.dm_nk.div(t, &j);
+      const U i = r0 + r + P.dm_b.div(j, &rem);
+      base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j] = v;
+    };
+  };
+  const U hcnt = static_cast<U>(head_rows) * nk;
+  stage_rows<T, U, kC2R>(head, base, P, r_lo, hcnt);
+  if (kC2R) {
+    if (nbands == 0) chunk_flag_set(flags + k);
+    for (U bi = 0; bi < nbands; ++bi) {
+      const U r0 = h1 + bi * band_rows;
+      const U cnt = ((r_hi - r0 < band_rows) ? r_hi - r0 : band_rows) * nk;
+      __syncthreads();
+      stage_rows<T, U, true>(work, base, P, r0, cnt);
+      __syncthreads();
+      if (bi + 1 == nbands) chunk_flag_set(flags + k);
+      shuffle_staged_rows<T, U, true>(work, P, r0, cnt, plain(r0));
+    }
+    chunk_flag_wait(flags + (k == 0 ? G - 1 : k - 1));
+    shuffle_staged_rows<T, U, true>(head, P, r_lo, hcnt, plain(r_lo));
+  } else {
+    chunk_flag_set(flags + k);
+    for (U bi = nbands; bi-- > 0;) {
+      const U r0 = h1 + bi * band_rows;
+      const U cnt = ((r_hi - r0 < band_rows) ? r_hi - r0 : band_rows) * nk;
+      __syncthreads();
+      stage_rows<T, U, false>(work, base, P, r0, cnt);
+      __syncthreads();
+      if (bi + 1 == nbands) chunk_flag_wait(flags + (k + 1 == G ? 0 : k + 1));
+      shuffle_staged_rows<T, U, false>(work, P, r0, cnt, rotated(r0));
+    }
+    if (nbands == 0) chunk_flag_wait(flags + (k + 1 == G ? 0 : k + 1));
+    shuffle_staged_rows<T, U, false>(head, P, r_lo, hcnt, rotated(r_lo));
   }
 }
 
@@ -478,6 +589,8 @@ namespace kernels {
 #define TI_INST_CAT(T, U)                                                                              \
   template __global__ void row_shuffle_smem_kernel<T, U, true>(T*, CatIdx<U>, int64_t, int);           \
   template __global__ void row_shuffle_smem_kernel<T, U, false>(T*, CatIdx<U>, int64_t, int);          \
+  template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t, unsigned*); \
+  template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t, unsigned*); \
   template __global__ void row_shuffle_gmem_kernel<T, U, true>(T*, T*, CatIdx<U>, int64_t);            \
   template __global__ void row_shuffle_gmem_kernel<T, U, false>(T*, T*, CatIdx<U>, int64_t);           \
   template __global__ void reflect_kernel<T, U>(T*, CatIdx<U>, int, bool, int64_t);                    \

@@ -59,14 +59,40 @@ TI_DEVICE GridPanel<T, U> grid_panel(T* base, const CatIdx<U>& P, int step, uint
   return g;
 }
 
-// Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, one warp per row, lanes along
-// the row's run of columns.
+// Loads in flight per lane in grid_panel_load: 8 elements (64 bytes for 16-byte ones: 4).
+template <typename T>
+TI_HOST_DEVICE constexpr int grid_load_depth() {
+  return sizeof(T) >= 16 ? 4 : 8;
+}
+
+// Lanes per band row in grid_panel_load (a power of two, 4 up to the warp). In the column shuffles a row's run
+// is about R elements (hundreds of bytes), and one row per warp left most of the warp's K-deep load batch idle:
+// the gather ran at ~40% of the copy's bandwidth with too few bytes in flight. About R / K lanes per row (the
+// smallest power of two >= R / (1.125 K)) let a warp gather several rows at once with each lane's K loads in the
+// run.
+// Measured on an H200 (benchmarks/profile_transpose_kernels.py, TORCH_INPLACE_GPU_GRID_ROW_LANES=4..32, R = 93..130
+// rows): 16 lanes was best or within 2% on every shape, fp32 and fp64 (fp32 13441 x 9721: 620 -> 494 us; 4 lanes
+// 618 us, 8 lanes 520 us, 32 lanes -- one row per warp -- 633 us). Rotations (runs of whole groups of columns, up to a panel
+// wide) keep one row per warp.
+template <typename T>
+int grid_row_lanes(int step, int64_t R, int warp) {
+  if (step == kPreRotate || step == kPostRotate) return warp;
+  const double want = static_cast<double>(R) / grid_load_depth<T>();
+  int L = 4;
+  while (L < warp && want > 1.125 * L) L *= 2;
+  return L < warp ? L : warp;
+}
+
+// Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
+// rows per warp), those lanes along the row's run of columns.
 template <typename T, typename U>
 TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
-                               U s1) {
-  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per lane
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+                               U s1, int L) {
+  constexpr int K = grid_load_depth<T>();
+  const int rows_per_warp = kWarpSize / L;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % L;
   const int nwarps = blockDim.x / kWarpSize;
+  const int sub = (threadIdx.x % kWarpSize) / L;  // which of the warp's rows
   const U m = P.m, n = P.nk, fmax = g.fmax, w = g.w, j0 = g.j0;
   const bool rotation = step == kPreRotate || step == kPostRotate;
   const bool minus = step == kPreRotate || step == kColShuffle;  // slot = x - f (else x + f, or i - f)
@@ -75,7 +101,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
   const U lo_y = minus ? s0 : s0 + m - fmax;  // unwrapped band start (mod m), band of (s1 - s0) + fmax rows
   const U band = (s1 - s0) + fmax;
   U r0;
-  for (U by = warp; by < band; by += nwarps) {
+  for (U by = static_cast<U>(warp * rows_per_warp + sub); by < band; by += static_cast<U>(nwarps * rows_per_warp)) {
     const U yu = lo_y + by;  // < 2m + W
     // f range that lands this row in [s0, s1): minus: f in (yu - s1, yu - s0]; plus: f in [s0 - y, s1 - y) with
     // y = yu - m. f_lo, f_hi inclusive.
@@ -106,16 +132,16 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
     while (row >= m) row -= m;
     const U src_row = permute_first ? g.ps.pi(row) : row;
     const T* src = g.A + static_cast<int64_t>(src_row) * n;
-    for (U j = jlo + lane; j < jhi; j += kWarpSize * K) {
+    for (U j = jlo + lane; j < jhi; j += L * K) {
       T v[K];
 #pragma unroll
       for (int s = 0; s < K; ++s) {
-        const U jj = j + s * kWarpSize;
+        const U jj = j + s * L;
         if (jj < jhi) v[s] = src[jj];
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
-        const U jj = j + s * kWarpSize;
+        const U jj = j + s * L;
         if (jj < jhi) {
           const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
           // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
@@ -162,7 +188,7 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 template <typename T, typename U>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf) {
+                    int64_t total, int nbuf, int row_lanes) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
@@ -171,7 +197,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, W, s0, s1);
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes);
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
       grid_panel_store(g, P, step, sm, W, s0, s1);
@@ -187,7 +213,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     }
     if (it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes);
     }
     __syncthreads();
     if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
@@ -202,9 +228,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL(T)                                                                                      \
   template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int);                                            \
+                                                        int64_t, int, int);                                            \
   template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int);
+                                                        int64_t, int, int);
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)
 TI_INST_GRIDCOL(uint32_t)

@@ -113,6 +113,25 @@ cudaError_t launch_cooperative(void (*kernel)(P...), int64_t blocks, int threads
   return cudaSuccess;
 }
 
+// Blocks of `threads` threads and `smem` bytes that one SM holds at once, cached per (kernel, device, size).
+int max_active_blocks(const void* kernel, int threads, int64_t smem) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, int, int64_t>, int> cache;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  const auto key = std::make_tuple(kernel, dev, threads, smem);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, static_cast<size_t>(smem)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  cache[key] = n;
+  return n;
+}
+
 #if !TI_HIP
 // cudaOccupancyMaxActiveClusters, cached per (kernel, device, cluster size, shared memory).
 int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& cfg) {
@@ -199,6 +218,22 @@ struct Engine {
       return cudaSuccess;
     }
 #endif
+    if (g.fuse_head > 0) {
+      // Rotation fused into the row shuffle: every block resident (neighbours wait on each other's flags).
+      auto k = c2r ? row_rotate_fused_kernel<T, U, true> : row_rotate_fused_kernel<T, U, false>;
+      TI_CHECK(allow_smem(k, g.fuse_smem));
+      const int threads = 2 * g.fuse_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      const int per_sm = max_active_blocks(reinterpret_cast<const void*>(k), threads, g.fuse_smem);
+      if (per_sm <= 0) return cudaErrorCooperativeLaunchTooLarge;
+      const int64_t blocks = std::min<int64_t>({pl.c2r.m / g.fuse_head, int64_t{per_sm} * caps.num_sms,
+                                                g.fuse_flags_bytes / 4});
+      unsigned* flags = reinterpret_cast<unsigned*>(scratch + g.fuse_flags_off);
+      TI_CHECK(cudaMemsetAsync(flags, 0, static_cast<size_t>(blocks) * 4, stream));
+      CatIdx<U> Pw = P;
+      if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
+      return launch_cooperative(k, blocks, threads, g.fuse_smem, stream, data, Pw,
+                                static_cast<uint32_t>(g.fuse_head), static_cast<uint32_t>(g.fuse_rows), flags);
+    }
     if (g.row_block > 0) {
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
@@ -266,9 +301,11 @@ struct Engine {
     if (g.grid_width > 0) {
       const int64_t panels = (nk() + g.grid_width - 1) / g.grid_width;
       const int64_t total = panels * batch;
+      int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize);
+      if (g.grid_row_lanes > 0) lanes = static_cast<int>(std::min<int64_t>(g.grid_row_lanes, kWarpSize));
       return launch_cooperative(col_grid_kernel<T, U>, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data,
                                 P, step, static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows),
-                                panels, total, static_cast<int>(g.grid_buffers));
+                                panels, total, static_cast<int>(g.grid_buffers), lanes);
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
@@ -305,13 +342,13 @@ struct Engine {
     const int64_t k = pl.steps.super, F = pl.c2r.n;
     if (!pl.r2c) {
       if (k > 1) TI_CHECK(tiles(k, F));  // (N/k, k, F) -> (N/k, F, k)
-      if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPreRotate));
+      if (pl.c2r.c > 1 && pl.steps.fuse_head == 0) TI_CHECK(col_step(P, kPreRotate));
       TI_CHECK(row_shuffle(P, true));
       return col_step(P, kColShuffle);
     }
     TI_CHECK(col_step(P, kInvColShuffle));
     TI_CHECK(row_shuffle(P, false));
-    if (pl.c2r.c > 1) TI_CHECK(col_step(P, kPostRotate));
+    if (pl.c2r.c > 1 && pl.steps.fuse_head == 0) TI_CHECK(col_step(P, kPostRotate));
     if (k > 1) TI_CHECK(tiles(F, k));  // (N/k, F, k) -> (N/k, k, F)
     return cudaSuccess;
   }
