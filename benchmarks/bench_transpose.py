@@ -4,6 +4,8 @@ Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, pl
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
 directions, fp32 and fp64). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
 (2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
+twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
+tensors) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as triton's do_bench measures);
 input refilled from a random source outside the timed region, the result checked against x.mT, the extra device
 memory measured (max_memory_allocated - the tensor). Writes benchmarks/results/<gpu>/bench_transpose.json and PNG
 histograms (matplotlib where available).
@@ -41,11 +43,22 @@ def fill_random(t):
     return t
 
 
-def timed(fn, before, reps):
+# GPU cycles of the torch.cuda._sleep that keeps the GPU busy ahead of a "queued" timing (~0.1 ms on an H100/H200,
+# far longer than the host needs to enqueue the events and the call).
+QUEUE_CYCLES = 200_000
+
+
+def timed(fn, before, reps, queued=False):
+    """Median ms of fn() between two CUDA events. queued=False: the GPU is idle when the start event is recorded,
+    so the time includes the host's cost of issuing the call (what a lone call on an idle GPU takes). queued=True:
+    a sleep kernel is enqueued first, so the events bracket only the GPU's work (as triton's do_bench measures;
+    what the call costs inside a stream of work)."""
     ts = []
     for r in range(reps + 1):
         before()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if queued:
+            torch.cuda._sleep(QUEUE_CYCLES)
         s.record()
         fn()
         e.record()
@@ -88,14 +101,18 @@ def bench_shape(shape, esize, reps, direction=None):
     extra = torch.cuda.max_memory_allocated() - base
     ok = bool(torch.equal(x.view(want.shape).view(torch.uint8), want.view(torch.uint8)))
     t_ours = timed(ours, refill, reps)
+    t_ours_q = timed(ours, refill, reps, queued=True)
+    ok = ok and bool(torch.equal(x.view(want.shape).view(torch.uint8), want.view(torch.uint8)))
     y = want  # reuse as the out-of-place destination
     t_base = timed(lambda: y.copy_(src.mT), lambda: None, reps)
+    t_base_q = timed(lambda: y.copy_(src.mT), lambda: None, reps, queued=True)
     ok = ok and bool(torch.equal(y.view(torch.uint8), src.mT.contiguous().view(torch.uint8)))
     del src, x, want, y
     return dict(shape=list(shape), esize=esize, dtype=str(dtype).replace("torch.", ""), direction=direction,
                 algorithm=plan.algorithm, scratch_bytes=plan.scratch_bytes, ms=t_ours,
                 gbs=2 * nbytes / (t_ours * 1e-3) / 1e9, baseline_ms=t_base,
                 baseline_gbs=2 * nbytes / (t_base * 1e-3) / 1e9, ratio=t_base / t_ours, ok=ok,
+                queued_ms=t_ours_q, queued_baseline_ms=t_base_q, queued_ratio=t_base_q / t_ours_q,
                 extra_bytes=int(extra), extra_limit=int(nbytes // 1000 + (1 << 20)),
                 extra_ok=extra <= nbytes // 1000 + (1 << 20))
 
@@ -138,6 +155,7 @@ def summarize(rows, key="ratio"):
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
                 median_gbs=statistics.median([r["gbs"] for r in rows]) if rows else None,
                 min_ratio=min(vals) if vals else None, all_ok=all(r["ok"] for r in rows),
+                median_queued_ratio=statistics.median([r["queued_ratio"] for r in rows]) if rows else None,
                 max_extra_bytes=max((r["extra_bytes"] for r in rows), default=0),
                 all_extra_ok=all(r["extra_ok"] for r in rows))
 
@@ -221,7 +239,8 @@ def main():
             r = bench_shape(sh, esize, reps, d)
             rows.append(r)
             print(f"{key:14s} {str(tuple(sh)):20s} {r['algorithm']:7s} {r['ms']:8.3f} ms {r['gbs']:7.1f} GB/s  "
-                  f"base {r['baseline_gbs']:7.1f} GB/s  ratio {r['ratio']:5.2f}  ok={r['ok']} "
+                  f"base {r['baseline_gbs']:7.1f} GB/s  ratio {r['ratio']:5.2f} (queued {r['queued_ratio']:5.2f})  "
+                  f"ok={r['ok']} "
                   f"extra={r['extra_bytes']}", flush=True)
 
     run("general_fp32", general, 4)
@@ -236,7 +255,8 @@ def main():
     run("skinny_fp64", skinny, 8)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
-        print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} median {v['median_gbs']:.0f} "
+        print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "
+              f"{v['median_queued_ratio']:.3f}) median {v['median_gbs']:.0f} "
               f"GB/s  min ratio {v['min_ratio']:.3f} all_ok={v['all_ok']} max_extra={v['max_extra_bytes']} "
               f"extra_ok={v['all_extra_ok']}", flush=True)
     largest = None if args.no_largest else largest_inplace()

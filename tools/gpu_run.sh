@@ -4,10 +4,12 @@
 #   $OUT/summary.txt  one line per stage (ok / FAILED, seconds)   $OUT/gpu.txt   nvidia-smi, torch's view
 #   $OUT/build.log  $OUT/pytest.log  $OUT/sanitize.log  $OUT/bench.log
 #   $OUT/results.tgz  benchmarks/results/<gpu>/ (JSON + PNG) as produced by this run
+#   $OUT/profile.log  per-kernel times (benchmarks/profile_transpose_kernels.py)
+#   $OUT/compare_fused_rotation.log  gcd > 1 shapes, rotation fused vs separate
 # STAGES=build,test,sanitize,bench (default all) picks stages; BENCH_ARGS / LINALG_ARGS go to the benchmarks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
+OUT=$(realpath -m "${OUT:-out}")
 mkdir -p "$OUT"
 export MAX_JOBS=${MAX_JOBS:-16} TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} PYTHONUNBUFFERED=1
 # The GPU image's default CC/CXX (/opt/gcc wrappers) build an extension that crashes when it formats numbers
@@ -45,6 +47,9 @@ bench() {
   if [ -f benchmarks/bench_transpose.py ]; then $PY benchmarks/bench_transpose.py ${BENCH_ARGS:-} || rc=1; fi
   if [ -f benchmarks/bench_linalg.py ]; then $PY benchmarks/bench_linalg.py ${LINALG_ARGS:-} || rc=1; fi
   $PY benchmarks/demo.py || rc=1
+  # where the transpose time goes (per kernel), and the fused rotation against its separate step
+  $PY benchmarks/profile_transpose_kernels.py > "$OUT/profile.log" 2>&1 || rc=1
+  (cd benchmarks && $PY compare_fused_rotation.py > "$OUT/compare_fused_rotation.log" 2>&1) || rc=1
   return $rc
 }
 stage bench bench.log bench
