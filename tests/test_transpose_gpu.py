@@ -422,7 +422,10 @@ def test_column_engines_explain_and_agree():
     for shape, esize in [((4099, 4093), 4), ((3001, 5000), 8), ((2, 3000, 1999), 2), ((6001, 1200), 16),
                          ((1200, 6000), 1), ((20011, 997), 4)]:
         for knobs in ({}, dict(TORCH_INPLACE_GPU_COLUMNS="cluster"), dict(TORCH_INPLACE_GPU_COLUMNS="grid"),
-                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_BUFFERS="1")):
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_BUFFERS="1"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_BUFFERS="2"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ASYNC="1"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ASYNC="0")):
             with env(**knobs, **NO_ONCHIP):
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)

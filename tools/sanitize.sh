@@ -26,6 +26,9 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "cluster", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_BUFFERS": "1", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_BUFFERS": "2", "TORCH_INPLACE_GPU_GRID_ASYNC": "1",
+          "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_ASYNC": "0", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1", "TORCH_INPLACE_GPU_GRID_ROW_LANES": "4",
           "TORCH_INPLACE_GPU_ONCHIP": "0"},
@@ -35,7 +38,7 @@ bad = 0
 for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
-              "TORCH_INPLACE_GPU_FUSE_ROTATION"):
+              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

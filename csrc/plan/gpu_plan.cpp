@@ -65,6 +65,11 @@ constexpr int64_t kGridColumnRunBytesR2C = 400;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
+// The gather's global -> shared copies through cp.async (no register round trip, every copy of a lane in flight):
+// TORCH_INPLACE_GPU_GRID_ASYNC=1. Measured on an H200 (benchmarks/compare_column_engines.py, 200 general shapes):
+// 1.00-1.07x on its 8 shapes, but the medians over 200 general shapes did not move (fp32 0.832 vs 0.835, fp64
+// 0.643 vs 0.648), so off.
+constexpr int64_t kGridAsyncGather = 0;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -119,6 +124,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
+      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", kGridAsyncGather) != 0 && (es == 4 || es == 8 || es == 16);
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in
@@ -166,7 +172,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   if (g.grid_width > 0) {
     plan.reason += "; columns in panels of " + std::to_string(g.grid_width) +
                    " through the shared memory of the whole GPU (one cooperative kernel, " +
-                   std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows)";
+                   std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows" +
+                   (g.grid_async ? ", gathered with cp.async)" : ")");
   } else if (g.col_cluster > 0) {
     plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
                    " blocks (panels of " + std::to_string(g.col_width) + " columns)";

@@ -83,11 +83,32 @@ int grid_row_lanes(int step, int64_t R, int warp) {
   return L < warp ? L : warp;
 }
 
+// One element global -> shared without a register round trip (cp.async, sm_80 and up; 4, 8 or 16 bytes): a lane
+// can have every copy of its share of a panel in flight at once; grid_async_wait() before the block barrier.
+// Elsewhere (HIP, other sizes) a plain load and store.
+template <typename T>
+TI_DEVICE void grid_copy_async(T* sdst, const T* gsrc) {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(sdst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gsrc), "n"(sizeof(T)) : "memory");
+    return;
+  }
+#endif
+  *sdst = *gsrc;
+}
+
+TI_DEVICE void grid_async_wait() {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 // Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
 // rows per warp), those lanes along the row's run of columns.
 template <typename T, typename U>
 TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
-                               U s1, int L) {
+                               U s1, int L, bool async_copy) {
   constexpr int K = grid_load_depth<T>();
   const int rows_per_warp = kWarpSize / L;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % L;
@@ -132,6 +153,14 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
     while (row >= m) row -= m;
     const U src_row = permute_first ? g.ps.pi(row) : row;
     const T* src = g.A + static_cast<int64_t>(src_row) * n;
+    if (async_copy) {
+      for (U j = jlo + lane; j < jhi; j += L) {
+        const U f = rotation ? P.dm_b.div(j0 + j, &r0) - g.ps.c0 : j;
+        const U slot = minus ? yu - f : yu + f - m;
+        grid_copy_async(sm + static_cast<int64_t>(slot - s0) * W + j, src + j);
+      }
+      continue;
+    }
     for (U j = jlo + lane; j < jhi; j += L * K) {
       T v[K];
 #pragma unroll
@@ -151,6 +180,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
       }
     }
   }
+  if (async_copy) grid_async_wait();
 }
 
 // Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
@@ -188,7 +218,7 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 template <typename T, typename U>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf, int row_lanes) {
+                    int64_t total, int nbuf, int row_lanes, bool async_gather) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
@@ -197,7 +227,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes);
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, async_gather);
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
       grid_panel_store(g, P, step, sm, W, s0, s1);
@@ -213,7 +243,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     }
     if (it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, async_gather);
     }
     __syncthreads();
     if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
@@ -228,9 +258,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL(T)                                                                                      \
   template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int, int);                                            \
+                                                        int64_t, int, int, bool);                                            \
   template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int, int);
+                                                        int64_t, int, int, bool);
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)
 TI_INST_GRIDCOL(uint32_t)
