@@ -55,9 +55,10 @@ __global__ void __launch_bounds__(256) inverse_backward_kernel(const T* X, const
   constexpr int G = Geo::G, S = Geo::S, RP = BG::RP, GS = BG::kGroupElems, V = BG::kV;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
-  if (m0 >= batch) return;
-  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const WarpMatrices wm = warp_matrices(batch, Geo::kGroups);
+  if (wm.nmat <= 0) return;
+  const int64_t m0 = wm.m0;
+  const int nmat = wm.nmat;
   const int valid = nmat * N * N;
   T* ta = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes);
   T* tb = reinterpret_cast<T*>(smem_raw + warp * BG::kWarpSmemBytes + BG::kTileBytes);
@@ -184,9 +185,10 @@ __global__ void __launch_bounds__(256) block_inverse_backward_kernel(const T* X,
   constexpr int BR = BB::BR, BC = BB::BC, V = BB::V, P = BB::P, GS = BB::GS, Np = BB::Np;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * BB::kGroups;
-  if (m0 >= batch) return;
-  const int nmat = static_cast<int>(batch - m0 < BB::kGroups ? batch - m0 : BB::kGroups);
+  const WarpMatrices wm = warp_matrices(batch, BB::kGroups);
+  if (wm.nmat <= 0) return;
+  const int64_t m0 = wm.m0;
+  const int nmat = wm.nmat;
   const int valid = nmat * N * N;
   T* tx = reinterpret_cast<T*>(smem_raw + warp * BB::kWarpSmemBytes);
   T* tg = reinterpret_cast<T*>(smem_raw + warp * BB::kWarpSmemBytes + BB::kTileBytes);

@@ -175,6 +175,21 @@ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
 // Compile-time geometry of one warp's work for matrices of n x n elements of type T, R rows per lane (lane i
 // of a group holds rows i, i + G, ..., i + (R - 1) G).
+// The matrices of one warp: `groups` consecutive ones from m0, every warp of every block in turn; nmat of them
+// exist (the batch's last warp may get fewer, a warp past its end none: nmat <= 0, and the warp returns whole,
+// so the shuffles of a working warp always see every lane).
+struct WarpMatrices {
+  int64_t m0;
+  int nmat;
+};
+
+TI_DEVICE WarpMatrices warp_matrices(int64_t batch, int groups) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * groups;
+  const int64_t left = batch - m0;
+  return {m0, static_cast<int>(left <= 0 ? 0 : (left < groups ? left : groups))};
+}
+
 template <typename T, int N, int R = 1>
 struct Geometry {
   static_assert(N >= 1 && N <= 32, "small LU kernels cover 1 <= n <= 32");
@@ -381,9 +396,10 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
-  if (m0 >= batch) return;  // whole warps only: shuffles below always see every lane of the warp
-  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const WarpMatrices wm = warp_matrices(batch, Geo::kGroups);
+  if (wm.nmat <= 0) return;  // whole warps only: shuffles below always see every lane of the warp
+  const int64_t m0 = wm.m0;
+  const int nmat = wm.nmat;
   const int valid = nmat * N * N;
   WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
   load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);
@@ -466,9 +482,10 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t m0 = (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp) * Geo::kGroups;
-  if (m0 >= batch) return;
-  const int nmat = static_cast<int>(batch - m0 < Geo::kGroups ? batch - m0 : Geo::kGroups);
+  const WarpMatrices wm = warp_matrices(batch, Geo::kGroups);
+  if (wm.nmat <= 0) return;
+  const int64_t m0 = wm.m0;
+  const int nmat = wm.nmat;
   const int valid = nmat * N * N;
   WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
   load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);

@@ -153,12 +153,15 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
     while (row >= m) row -= m;
     const U src_row = permute_first ? g.ps.pi(row) : row;
     const T* src = g.A + static_cast<int64_t>(src_row) * n;
+    // Where column jj of this row goes: its slot (unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f),
+    // row slot - s0 of sm.
+    auto sm_index = [&](U jj) {
+      const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
+      const U slot = minus ? yu - f : yu + f - m;
+      return static_cast<int64_t>(slot - s0) * W + jj;
+    };
     if (async_copy) {
-      for (U j = jlo + lane; j < jhi; j += L) {
-        const U f = rotation ? P.dm_b.div(j0 + j, &r0) - g.ps.c0 : j;
-        const U slot = minus ? yu - f : yu + f - m;
-        grid_copy_async(sm + static_cast<int64_t>(slot - s0) * W + j, src + j);
-      }
+      for (U j = jlo + lane; j < jhi; j += L) grid_copy_async(sm + sm_index(j), src + j);
       continue;
     }
     for (U j = jlo + lane; j < jhi; j += L * K) {
@@ -171,12 +174,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const U jj = j + s * L;
-        if (jj < jhi) {
-          const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
-          // Destination slot, unwrapped: minus: yu - f; plus / permute-first: (yu - m) + f.
-          const U slot = minus ? yu - f : yu + f - m;
-          sm[static_cast<int64_t>(slot - s0) * W + jj] = v[s];
-        }
+        if (jj < jhi) sm[sm_index(jj)] = v[s];
       }
     }
   }
