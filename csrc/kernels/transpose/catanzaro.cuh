@@ -233,47 +233,11 @@ TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
 constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
-// Elements per thread in flight in the row shuffle's copies: 32 bytes (8 for elements of 4 bytes or less).
-template <typename T>
-TI_HOST_DEVICE constexpr int row_copy_depth() {
-  return sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
-}
-
-// store(t, load(t)) for t in [0, cnt), the block's threads striding by blockDim.x; each thread issues
-// row_copy_depth<T>() loads before its first store.
-template <typename T, typename U, typename Load, typename Store>
-TI_DEVICE void copy_batched(U cnt, Load load, Store store) {
-  constexpr int K = row_copy_depth<T>();
-  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
-    T v[K];
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      const U t = t0 + static_cast<U>(s) * blockDim.x;
-      if (t < cnt) v[s] = load(t);
-    }
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      const U t = t0 + static_cast<U>(s) * blockDim.x;
-      if (t < cnt) store(t, v[s]);
-    }
-  }
-}
-
-// Element offset of flat index t of the band of one matrix starting at row r0, rotated by Catanzaro's column
-// rotation (eq. 23): row (r0 + t / nk + j / b) mod m, column j = t mod nk.
-template <typename U>
-TI_DEVICE int64_t rotated_row_offset(const CatIdx<U>& P, U r0, U t) {
-  U j, rem;
-  const U r = P.dm_nk.div(t, &j);
-  const U i = r0 + r + P.dm_b.div(j, &rem);  // < 2m
-  return static_cast<int64_t>(i >= P.m ? i - P.m : i) * P.nk + j;
-}
-
 // Shuffles cnt elements of whole rows staged in sm (row stride nk; the first is matrix row i0) and hands each
 // result to store(t, v), t its flat index in the staged rows: store writes it (in place, or to its rotated row).
 template <typename T, typename U, bool kC2R, typename Store>
 TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt, Store store) {
-  constexpr int K = row_copy_depth<T>();
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per thread
   const U nk = P.nk, m = P.m;
   if (P.k == 1 && nk > static_cast<U>(blockDim.x) && blockDim.x == P.rs_step) {
     // Rows longer than the block: thread x visits columns x, x + B, ... of row 0, then of row 1, ...; within a
@@ -322,28 +286,58 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
     }
     return;
   }
-  copy_batched<T, U>(
-      cnt,
-      [&](U t) {
+  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+    T v[K];
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) {
         U e, sub;
         const U r = P.dm_nk.div(t, &e);
         const U j = P.dm_k.div(e, &sub);
         U i = i0 + r;
         while (i >= m) i -= m;  // a block's rows span at most a few matrices
         const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
-        return sm[r * nk + src * P.k + sub];
-      },
-      store);
+        v[s] = sm[r * nk + src * P.k + sub];
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) store(t, v[s]);
+    }
+  }
 }
 
 // Stages cnt elements into sm: sm[t] = src[t] (rotated == false), or, for rows r0 + t / nk of one matrix,
 // sm[t] = row (r0 + t / nk + j / b) mod m, column j = t mod nk (the C2R pre-rotation, eq. 23).
 template <typename T, typename U, bool kRotated>
 TI_DEVICE void stage_rows(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
-  const T* g = base + static_cast<int64_t>(r0) * P.nk;
-  copy_batched<T, U>(
-      cnt, [&](U t) { return kRotated ? base[rotated_row_offset(P, r0, t)] : g[t]; },
-      [&](U t, const T& v) { sm[t] = v; });
+  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
+  const U nk = P.nk, m = P.m;
+  const T* g = base + static_cast<int64_t>(r0) * nk;
+  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
+    T v[K];
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) {
+        if (kRotated) {
+          U j, rem;
+          const U r = P.dm_nk.div(t, &j);
+          const U i = r0 + r + P.dm_b.div(j, &rem);  // < 2m
+          v[s] = base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j];
+        } else {
+          v[s] = g[t];
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const U t = t0 + static_cast<U>(s) * blockDim.x;
+      if (t < cnt) sm[t] = v[s];
+    }
+  }
 }
 
 template <typename T, typename U, bool kC2R>
@@ -413,7 +407,14 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
   const U h1 = r_lo + head_rows;  // <= r_hi
   const U nbands = (r_hi - h1 + band_rows - 1) / band_rows;
   auto plain = [&](U r0) { return [=](U t, const T& v) { base[static_cast<int64_t>(r0) * nk + t] = v; }; };
-  auto rotated = [&](U r0) { return [=, &P](U t, const T& v) { base[rotated_row_offset(P, r0, t)] = v; }; };
+  auto rotated = [&](U r0) {
+    return [=, &P](U t, const T& v) {
+      U j, rem;
+      const U r = P.dm_nk.div(t, &j);
+      const U i = r0 + r + P.dm_b.div(j, &rem);
+      base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j] = v;
+    };
+  };
   const U hcnt = static_cast<U>(head_rows) * nk;
   stage_rows<T, U, kC2R>(head, base, P, r_lo, hcnt);
   if (kC2R) {
