@@ -4,9 +4,9 @@ fewer instructions per matrix on the broadcast row and the pivot search). Writes
 tables the kernels use) plus benchmarks/results/<gpu>/tune_lu.json. Rebuild the extension afterwards (or pass
 the JSON to bench_linalg.py --tuning to apply it without a rebuild).
 
-    python benchmarks/tune_lu.py [--quick] [--dtypes float32,float64]
+    python benchmarks/tune_lu.py [--quick] [--dtypes float32,float64] [--n 1-12]
 
-Dtypes left out keep the committed header's values.
+Dtypes and n left out keep the committed header's values.
 """
 from __future__ import annotations
 
@@ -68,9 +68,15 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer repeats")
     p.add_argument("--dtypes", default=",".join(d for d, _ in DTYPES))
     p.add_argument("--header", default=os.path.join(ROOT, "csrc", "ops", "cuda", "lu_tuning.h"))
+    p.add_argument("--n", default="1-32", help="n values to tune: a range a-b or a comma-separated list")
     p.add_argument("--copy-out", default=os.environ.get("OUT"))
     args = p.parse_args()
     reps = 3 if args.quick else 7
+    if "-" in args.n:
+        lo, hi = (int(v) for v in args.n.split("-"))
+        ns = [n for n in range(lo, hi + 1) if 1 <= n <= 32]
+    else:
+        ns = [int(v) for v in args.n.split(",") if 1 <= int(v) <= 32]
     dev = torch.cuda.get_device_name()
     wanted = args.dtypes.split(",")
     tables = read_header(args.header)
@@ -78,7 +84,7 @@ def main():
     for di, (dname, dtype) in enumerate(DTYPES):
         if dname not in wanted:
             continue
-        for n in range(1, 33):
+        for n in ns:
             B = (1 << 20) if n <= 16 else (1 << 18)
             A = torch.randn(B, n, n, device="cuda", dtype=dtype) + n * torch.eye(n, device="cuda", dtype=dtype)
             for kind, wname, rname in TABLES:
@@ -120,7 +126,14 @@ def main():
         f.write("\n".join(lines))
     out_dir = os.path.join(ROOT, "benchmarks", "results", dev.replace(" ", "_"))
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "tune_lu.json"), "w") as f:
+    json_path = os.path.join(out_dir, "tune_lu.json")
+    if os.path.exists(json_path):  # keep the earlier results of the (kind, dtype, n) not tuned in this run
+        with open(json_path) as f:
+            old = json.load(f).get("results", [])
+        done = {(r["kind"], r["dtype"], r["n"]) for r in rows_out}
+        rows_out = [r for r in old if (r["kind"], r["dtype"], r["n"]) not in done] + rows_out
+        rows_out.sort(key=lambda r: ([d for d, _ in DTYPES].index(r["dtype"]), r["n"], r["kind"] != "lu"))
+    with open(json_path, "w") as f:
         json.dump({"device": dev, "warps": WARPS, "rows": ROWS, "results": rows_out}, f, indent=1)
     if args.copy_out:
         import shutil

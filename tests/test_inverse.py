@@ -261,3 +261,30 @@ def test_inverse_backward_op_every_n(device):
                                        msg=lambda m: f"{dtype} n={n}: {m}")
     with pytest.raises(RuntimeError, match="_inverse_backward: expected grad of shape"):
         torch.ops.inplace._inverse_backward(X, G[:, :1])
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("n", range(17, 33))
+def test_inverse_backward_tensor_cores_match_fma_kernels(n, monkeypatch):
+    """float64 n = 17..32: the fp64 tensor-core backward (mma.sync) against the FMA kernels
+    (TORCH_INPLACE_LU_DMMA_BACKWARD=0) and against -X^T G X^T; aligned and unaligned data, a batch ending mid-block."""
+    batch = 1001
+    X = well_conditioned((batch,), n, torch.float64, "cuda", seed=n)
+    G = well_conditioned((batch,), n, torch.float64, "cuda", seed=200 + n)
+    ref = -(X.mT @ G @ X.mT)
+    outs = []
+    for env in ("1", "0"):
+        monkeypatch.setenv("TORCH_INPLACE_LU_DMMA_BACKWARD", env)
+        outs.append(torch.ops.inplace._inverse_backward(X, G))
+    monkeypatch.delenv("TORCH_INPLACE_LU_DMMA_BACKWARD")
+    store = torch.empty(2 * batch * n * n + 1, dtype=torch.float64, device="cuda")
+    Xu = store[1:batch * n * n + 1].view(batch, n, n)
+    Gu = store[batch * n * n + 1:].view(batch, n, n)
+    Xu.copy_(X)
+    Gu.copy_(G)
+    assert Xu.data_ptr() % 16 != 0
+    outs.append(torch.ops.inplace._inverse_backward(Xu, Gu))
+    for out in outs:
+        torch.testing.assert_close(out, ref, rtol=1e-11, atol=1e-11 * n * ref.abs().amax().item())
+    assert torch.equal(outs[0], outs[2])

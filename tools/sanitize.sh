@@ -77,6 +77,26 @@ for dtype, n in lu_cases:
     ok = bool(torch.isfinite(A.grad).all())
     bad += not ok
     print({"inverse_backward": str(dtype), "n": n}, "ok" if ok else "WRONG", flush=True)
+# Persistent small-tile kernels: two blocks loop over every tile (many turns per warp, the next tile fetched during
+# the current one, a partial last tile), and unaligned data (no fetch); against one warp per tile.
+for dtype, n, rows in ((torch.float32, 2, 1), (torch.float32, 4, 1), (torch.float32, 7, 2), (torch.float32, 5, 4),
+                       (torch.float64, 3, 1), (torch.float64, 6, 1)):
+    store = torch.empty(1001 * n * n + 1, dtype=dtype, device="cuda")
+    A = store[1:].view(1001, n, n)
+    A.copy_(torch.randn(1001, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda"))
+    outs = []
+    for env in ({"TORCH_INPLACE_LU_PERSIST": "0"}, {"TORCH_INPLACE_LU_GRID_CAP": "2"}):
+        os.environ.update(env)
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 1, rows)
+        outs.append([TL.lu_factor(A.clone())[0], TL.batched_inverse(A.clone()), TL.lu_factor(A)[0], TL.batched_inverse(A)])
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+        for k in env:
+            os.environ.pop(k)
+    ok = all(torch.equal(a, b) for a, b in zip(outs[0], outs[1])) and torch.equal(outs[1][0], outs[1][2])
+    bad += not ok
+    print({"lu_persistent": str(dtype), "n": n, "rows": rows}, "ok" if ok else "WRONG", flush=True)
 sys.exit(1 if bad else 0)
 PY
 rc=0

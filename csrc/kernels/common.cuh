@@ -62,6 +62,17 @@ TI_DEVICE void warp_sync() {
 #endif
 }
 
+// The value unchanged, but opaque to the optimizer: values computed from it inside a loop are not hoisted out of
+// the loop as invariants (which for lane-dependent shared-memory addresses costs a register per address).
+TI_DEVICE int opaque(int v) {
+#if TI_HIP
+  __asm__ volatile("" : "+v"(v));
+#else
+  asm volatile("" : "+r"(v));
+#endif
+  return v;
+}
+
 // Bytes moved as one element: transposition only moves bytes, so kernels are instantiated per element size.
 struct alignas(16) Bytes16 {
   uint64_t lo, hi;

@@ -275,6 +275,132 @@ __global__ void __launch_bounds__(256) block_inverse_backward_kernel(const T* X,
   store_tile<T, N, GS, 1, BB::kGroups, P>(out + m0 * (N * N), tx, valid, lane);
 }
 
+#if !TI_HIP
+// Tensor-core variant for float64, n = 17..32 (CUDA): one matrix per warp, both products on the fp64 tensor cores
+// (mma.sync m8n8k4, sm_80 and up) over the matrix zero-padded to Np = round_up(n, 8):
+//   T = G X^T      (A = G's rows, B = X's rows: both fragments read along k)
+//   grad = -X^T T  (A = X's columns, B = T's columns)
+// Per matrix 2 (Np / 8)^2 (Np / 4) mma instructions and 2 (Np / 8) (Np / 4) 8-byte fragment loads per operand, where
+// the FMA variants above issue n^3 / 16 fused multiply-adds per lane and read every operand once per product step.
+// Fragment layouts (PTX ISA, m8n8k4 .f64): A 8 x 4, lane l holds A[l / 4][l % 4]; B 4 x 8, B[l % 4][l / 4]; C 8 x 8,
+// C[l / 4][2 (l % 4) + {0, 1}]. Tile rows are P = Np + 4 elements apart (36 or 28: 4 or 12 modulo 16 doubles), so the
+// 16 lanes of a half-warp, which read 4 rows x 4 columns of a tile (or its transpose), hit 16 distinct bank pairs.
+template <typename T, int N>
+struct DmmaBackwardGeometry {
+  static constexpr int Np = round_up(N, 8);
+  static constexpr int NT = Np / 8;  // 8 x 8 tiles per side
+  static constexpr int KS = Np / 4;  // k steps of 4
+  static constexpr int P = Np + 4;
+  static constexpr int GS = Np * P;  // one matrix's tile
+  static constexpr int kTileBytes = GS * static_cast<int>(sizeof(T));
+  static constexpr int kWarpSmemBytes = 2 * kTileBytes;
+  static constexpr bool kSupported = std::is_same<T, double>::value && N >= 17 && N <= 32;
+};
+
+// D(8 x 8) += A(8 x 4) B(4 x 8) in the fragment layouts above.
+TI_DEVICE void dmma_8x8x4(double& d0, double& d1, double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+               : "+d"(d0), "+d"(d1)
+               : "d"(a), "d"(b));
+#else
+  // Same result through shuffles (the launcher uses this kernel on sm_80 and up only).
+  const int lane = threadIdx.x % kWarpSize, r = lane / 4, c = 2 * (lane % 4);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const double ak = shfl(a, r * 4 + k), b0 = shfl(b, c * 4 + k), b1 = shfl(b, (c + 1) * 4 + k);
+    d0 = fma(ak, b0, d0);
+    d1 = fma(ak, b1, d1);
+  }
+#endif
+}
+
+// grad = -X^T G X^T (real float64). Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
+// warps * DmmaBackwardGeometry<T, N>::kWarpSmemBytes, grid = ceil(batch / warps).
+template <typename T, int N>
+__global__ void __launch_bounds__(256) dmma_inverse_backward_kernel(const T* X, const T* Gr, T* out, int64_t batch) {
+  using DG = DmmaBackwardGeometry<T, N>;
+  constexpr int NT = DG::NT, KS = DG::KS, P = DG::P, GS = DG::GS, Np = DG::Np;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const WarpMatrices wm = warp_matrices(batch, 1);
+  if (wm.nmat <= 0) return;
+  const int64_t m0 = wm.m0;
+  T* tx = reinterpret_cast<T*>(smem_raw + warp * DG::kWarpSmemBytes);
+  T* tg = tx + GS;
+  if (Np != N) {  // zero padding: the products read whole Np x Np tiles
+    for (int e = lane; e < 2 * GS; e += kWarpSize) tx[e] = 0.0;
+    warp_sync();
+  }
+  load_tile<T, N, GS, 1, 1, P>(X + m0 * (N * N), tx, N * N, lane);
+  load_tile<T, N, GS, 1, 1, P>(Gr + m0 * (N * N), tg, N * N, lane);
+  warp_sync();
+  const int fr = lane / 4, fc = lane % 4;  // fragment row / column of this lane
+  double acc[NT][NT][2];
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
+  }
+  // T = G X^T: A[i][k] = G[i][k], B[k][j] = X[j][k].
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    double a[NT], b[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      a[t] = tg[(8 * t + fr) * P + 4 * ks + fc];
+      b[t] = tx[(8 * t + fr) * P + 4 * ks + fc];
+    }
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) dmma_8x8x4(acc[i][j][0], acc[i][j][1], a[i], b[j]);
+    }
+  }
+  warp_sync();  // every lane is done with G: T takes its place
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      double2 v;
+      v.x = acc[i][j][0];
+      v.y = acc[i][j][1];
+      *reinterpret_cast<double2*>(tg + (8 * i + fr) * P + 8 * j + 2 * fc) = v;
+      acc[i][j][0] = acc[i][j][1] = 0.0;
+    }
+  }
+  warp_sync();
+  // grad = -X^T T: A[i][k] = X[k][i], B[k][j] = T[k][j].
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    double a[NT], b[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      a[t] = tx[(4 * ks + fc) * P + 8 * t + fr];
+      b[t] = tg[(4 * ks + fc) * P + 8 * t + fr];
+    }
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) dmma_8x8x4(acc[i][j][0], acc[i][j][1], a[i], b[j]);
+    }
+  }
+  warp_sync();  // every lane is done with X: the result goes to X's tile
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      double2 v;
+      v.x = -acc[i][j][0];
+      v.y = -acc[i][j][1];
+      *reinterpret_cast<double2*>(tx + (8 * i + fr) * P + 8 * j + 2 * fc) = v;
+    }
+  }
+  warp_sync();
+  store_tile<T, N, GS, 1, 1, P>(out + m0 * (N * N), tx, N * N, lane);
+}
+#endif  // !TI_HIP
+
 }  // namespace lu
 }  // namespace kernels
 }  // namespace torch_inplace

@@ -308,6 +308,66 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   }
 }
 
+// The next tile of a warp, fetched into registers while the warp works on the current one (persistent launch):
+// a whole, 16-byte aligned tile of at most kMaxChunks 16-byte chunks per lane (80 bytes of registers); otherwise
+// `full` stays false and the tile is loaded when its turn comes (load_tile).
+template <typename T, int N, int R>
+struct TilePrefetch {
+  using Geo = Geometry<T, N, R>;
+  static constexpr int kMaxChunks = 5;
+  static constexpr int kElems = Geo::kElems;
+  static constexpr int kChunks = kElems / Geo::kV;
+  static constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
+  static constexpr bool kEnabled =
+      (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * Geo::kV == 16 && kIters <= kMaxChunks;
+  Chunk<T> v[kEnabled ? kIters : 1];
+  bool full = false;
+
+  TI_DEVICE void fetch(const T* src, int valid, int lane) {
+    full = false;
+    if constexpr (kEnabled) {
+      if (valid != kElems || (reinterpret_cast<uintptr_t>(src) & 15u) != 0) return;
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int c = it * kWarpSize + lane;
+        if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
+      }
+      full = true;
+    }
+  }
+  // Into the padded tile (row stride Geometry's S, matrices N * S apart), as load_tile's chunked path.
+  TI_DEVICE void put(T* tile, int lane) const {
+    if constexpr (kEnabled) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int c = it * kWarpSize + lane;
+        if (kChunks % kWarpSize == 0 || c < kChunks) {
+#pragma unroll
+          for (int u = 0; u < Geo::kV; ++u) tile[tile_index<N, Geo::S>(c * Geo::kV + u)] = v[it].v[u];
+        }
+      }
+    }
+  }
+};
+
+// A warp's turns over the batch's tiles (kGroups consecutive matrices each): tiles warp, warp + W, ... where W is
+// the grid's warp count. With one warp per tile (the grid covers the batch) each warp takes one turn; a persistent
+// grid (the launcher caps it at what is resident at once) loops, and prefetches the next tile during the current.
+struct TileTurn {
+  int64_t t, stride, tiles;
+  TI_DEVICE TileTurn(int64_t batch, int groups) {
+    const int wpb = blockDim.x / kWarpSize;
+    t = static_cast<int64_t>(blockIdx.x) * wpb + threadIdx.x / kWarpSize;
+    stride = static_cast<int64_t>(gridDim.x) * wpb;
+    tiles = (batch + groups - 1) / groups;
+  }
+  // Matrices of tile u (whole groups but for the batch's last tile).
+  TI_DEVICE static int count(int64_t u, int64_t batch, int groups) {
+    const int64_t left = batch - u * groups;
+    return static_cast<int>(left < groups ? left : groups);
+  }
+};
+
 // The pivot row's entries for the broadcast: with R rows per lane, the row of the slot that won (at most one
 // slot of one lane per group wins a step).
 template <typename T, int N, int R>
@@ -385,184 +445,230 @@ TI_DEVICE void swap_positions(const bool (&is_piv)[R], int (&pos)[R], int k, int
   }
 }
 
+// Launch of the two kernels below: blockDim.x = warps * kWarpSize, dynamic shared memory
+// warps * Geometry<T, N, R>::kWarpSmemBytes. Warp w of the grid takes the batch's tiles (kGroups consecutive
+// matrices each) w, w + W, ... (W: the grid's warps). Where a tile fits TilePrefetch's registers (small n:
+// lu_persistent) the launcher may cap the grid at the blocks resident at once and a warp fetches its next tile while
+// it works on the current one (`prefetch`), so that loads of the next tile overlap the arithmetic of this one;
+// elsewhere (the arithmetic dominates) the grid covers the batch, one tile per warp
+// (ceil(batch / (warps * kGroups)) blocks), and the kernel is straight-line code.
+template <typename T, int N, int R>
+constexpr bool lu_persistent() {
+  return TilePrefetch<T, N, R>::kEnabled;
+}
+
+// Runs `tile_fn(m0, nmat, lane)` on the warp's tiles, the tile staged in sm.tile. Turns are warp-uniform: a warp
+// past the batch's end does nothing, a working one has every lane for the shuffles.
+template <typename T, int N, int R, typename TileFn>
+TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>& sm, int lane, bool prefetch,
+                             TileFn&& tile_fn) {
+  using Geo = Geometry<T, N, R>;
+  constexpr int S = Geo::S;
+  TileTurn turn(batch, Geo::kGroups);
+  if constexpr (!lu_persistent<T, N, R>()) {
+    if (turn.t >= turn.tiles) return;
+    const int64_t m0 = turn.t * Geo::kGroups;
+    const int nmat = TileTurn::count(turn.t, batch, Geo::kGroups);
+    load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, nmat * N * N, lane);
+    warp_sync();
+    tile_fn(m0, nmat, lane);
+  } else {
+    TilePrefetch<T, N, R> next;
+    if (prefetch && turn.t < turn.tiles) {
+      next.fetch(in + turn.t * Geo::kGroups * (N * N), TileTurn::count(turn.t, batch, Geo::kGroups) * N * N, lane);
+    }
+#pragma unroll 1
+    for (; turn.t < turn.tiles; turn.t += turn.stride) {
+      // Lane-dependent addresses recomputed each turn rather than held in registers across the loop.
+      const int ln = opaque(lane);
+      const int64_t m0 = turn.t * Geo::kGroups;
+      const int nmat = TileTurn::count(turn.t, batch, Geo::kGroups);
+      if (next.full) {
+        next.put(sm.tile, ln);
+      } else {
+        load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, nmat * N * N, ln);
+      }
+      warp_sync();
+      if (prefetch && turn.t + turn.stride < turn.tiles) {
+        const int64_t u = turn.t + turn.stride;
+        next.fetch(in + u * Geo::kGroups * (N * N), TileTurn::count(u, batch, Geo::kGroups) * N * N, ln);
+      } else {
+        next.full = false;
+      }
+      tile_fn(m0, nmat, ln);
+      warp_sync();  // every lane has read the tile before the next turn overwrites it
+    }
+  }
+}
+
 // LU factorization with partial pivoting (LAPACK getrf semantics: A = P L U, ipiv 1-based, info = first zero
 // pivot). `in` may equal `lu`. R rows per lane (R > 1 amortizes the broadcast row reads and the per-step pivot
-// work over more rows: fewer instructions per matrix). Launch: blockDim.x = warps * kWarpSize, dynamic shared
-// memory warps * Geometry<T, N, R>::kWarpSmemBytes, grid = ceil(batch / (warps * kGroups)).
+// work over more rows: fewer instructions per matrix). Launch: see lu_persistent.
 template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
-                                                       int64_t batch) {
+                                                       int64_t batch, bool prefetch) {
   using Geo = Geometry<T, N, R>;
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const WarpMatrices wm = warp_matrices(batch, Geo::kGroups);
-  if (wm.nmat <= 0) return;  // whole warps only: shuffles below always see every lane of the warp
-  const int64_t m0 = wm.m0;
-  const int nmat = wm.nmat;
-  const int valid = nmat * N * N;
-  WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
-  load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);
-  warp_sync();
-
-  const int g = lane / G, i = lane % G;
-  T a[R][N];
-  bool pivoted[R];  // rows already pivoted (and padding rows) do nothing more
-  int pos[R];       // each row's position in LAPACK's (swapped) matrix
-  int my_ipiv[R] = {};
-  load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
-  int my_info = 0;
-  T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+  const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  for_each_tile<T, N, R>(in, batch, sm, lane, prefetch, [&](int64_t m0, int nmat, int ln) {
+    const int valid = nmat * N * N;
+    const int g = ln / G, i = ln % G;
+    T a[R][N];
+    bool pivoted[R];  // rows already pivoted (and padding rows) do nothing more
+    int pos[R];       // each row's position in LAPACK's (swapped) matrix
+    int my_ipiv[R] = {};
+    load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
+    int my_info = 0;
+    T* bcast = sm.bcast + g * 2 * Geo::RowPad;
 #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    bool zero, is_piv[R], any_piv;
-    const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
-    if (zero && my_info == 0) my_info = k + 1;
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      if (s * G + i == k) my_ipiv[s] = pr + 1;
-    }
-    T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
-    if (any_piv) {
-      // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
-      write_pivot_row<T, N, R>(row, a, is_piv, recip(pick_slot<T, N, R>(a, is_piv, k)), (k + 1) / Geo::kV);
-    }
-#pragma unroll
-    for (int s = 0; s < R; ++s) pivoted[s] = pivoted[s] || is_piv[s];
-    swap_positions<R>(is_piv, pos, k, pr);
-    warp_sync();
-    if (!zero) {  // lazy swaps: rows already pivoted do nothing
-      T l[R];
+    for (int k = 0; k < N; ++k) {
+      bool zero, is_piv[R], any_piv;
+      const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
+      if (zero && my_info == 0) my_info = k + 1;
 #pragma unroll
       for (int s = 0; s < R; ++s) {
-        if (!pivoted[s]) {
-          l[s] = mul(a[s][k], row[N]);
-          a[s][k] = l[s];
-        }
+        if (s * G + i == k) my_ipiv[s] = pr + 1;
+      }
+      T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
+      if (any_piv) {
+        // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
+        write_pivot_row<T, N, R>(row, a, is_piv, recip(pick_slot<T, N, R>(a, is_piv, k)), (k + 1) / Geo::kV);
       }
 #pragma unroll
-      for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
-        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+      for (int s = 0; s < R; ++s) pivoted[s] = pivoted[s] || is_piv[s];
+      swap_positions<R>(is_piv, pos, k, pr);
+      warp_sync();
+      if (!zero) {  // lazy swaps: rows already pivoted do nothing
+        T l[R];
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!pivoted[s]) {
+            l[s] = mul(a[s][k], row[N]);
+            a[s][k] = l[s];
+          }
+        }
 #pragma unroll
-            for (int v = 0; v < Geo::kV; ++v) {
-              const int j = c * Geo::kV + v;
-              if (j > k && j < N) a[s][j] = fnms(a[s][j], l[s], ch.v[v]);
+        for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
+          const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+#pragma unroll
+          for (int s = 0; s < R; ++s) {
+            if (!pivoted[s]) {
+#pragma unroll
+              for (int v = 0; v < Geo::kV; ++v) {
+                const int j = c * Geo::kV + v;
+                if (j > k && j < N) a[s][j] = fnms(a[s][j], l[s], ch.v[v]);
+              }
             }
           }
         }
       }
     }
-  }
-  // Every row goes to its final position (its pivot step).
-#pragma unroll
-  for (int s = 0; s < R; ++s) {
-    if (s * G + i < N) {
-#pragma unroll
-      for (int j = 0; j < N; ++j) sm.tile[(g * N + pos[s]) * S + j] = a[s][j];
-    }
-  }
-  warp_sync();
-  store_tile<T, N, N * S, R>(lu + m0 * (N * N), sm.tile, valid, lane);
-  if (g < nmat) {
+    // Every row goes to its final position (its pivot step).
 #pragma unroll
     for (int s = 0; s < R; ++s) {
-      if (s * G + i < N) ipiv[(m0 + g) * N + s * G + i] = my_ipiv[s];
+      if (s * G + i < N) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) sm.tile[(g * N + pos[s]) * S + j] = a[s][j];
+      }
     }
-    if (i == 0) info[m0 + g] = my_info;
-  }
+    warp_sync();
+    store_tile<T, N, N * S, R>(lu + m0 * (N * N), sm.tile, valid, ln);
+    if (g < nmat) {
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (s * G + i < N) ipiv[(m0 + g) * N + s * G + i] = my_ipiv[s];
+      }
+      if (i == 0) info[m0 + g] = my_info;
+    }
+  });
 }
 
 // Inverse (getrf + getri semantics; info as getrf's). `in` may equal `out`. Same launch as small_lu_kernel.
 template <typename T, int N, int R = 1>
-__global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
+__global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch,
+                                                            bool prefetch) {
   using Geo = Geometry<T, N, R>;
   constexpr int G = Geo::G, S = Geo::S;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const WarpMatrices wm = warp_matrices(batch, Geo::kGroups);
-  if (wm.nmat <= 0) return;
-  const int64_t m0 = wm.m0;
-  const int nmat = wm.nmat;
-  const int valid = nmat * N * N;
-  WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
-  load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, valid, lane);
-  warp_sync();
-
-  const int g = lane / G, i = lane % G;
-  T a[R][N];
-  bool pivoted[R];
-  int pos[R], my_step[R] = {};
-  T my_recip[R];
-  load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
+  const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
+  for_each_tile<T, N, R>(in, batch, sm, lane, prefetch, [&](int64_t m0, int nmat, int ln) {
+    const int valid = nmat * N * N;
+    const int g = ln / G, i = ln % G;
+    T a[R][N];
+    bool pivoted[R];
+    int pos[R], my_step[R] = {};
+    T my_recip[R];
+    load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
 #pragma unroll
-  for (int s = 0; s < R; ++s) my_recip[s] = one_of(T{});
-  int my_info = 0;
-  T* bcast = sm.bcast + g * 2 * Geo::RowPad;
-  int* perm = sm.perm + g * N;
+    for (int s = 0; s < R; ++s) my_recip[s] = one_of(T{});
+    int my_info = 0;
+    T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+    int* perm = sm.perm + g * N;
 #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    bool zero, is_piv[R], any_piv;
-    const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
-    if (zero && my_info == 0) my_info = k + 1;
-    T* row = bcast + (k & 1) * Geo::RowPad;
-    if (any_piv) {
-      // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
-      // (scaled by 1/pivot at the end, like the rest of the row).
-      const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
-      int slot = 0;
+    for (int k = 0; k < N; ++k) {
+      bool zero, is_piv[R], any_piv;
+      const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
+      if (zero && my_info == 0) my_info = k + 1;
+      T* row = bcast + (k & 1) * Geo::RowPad;
+      if (any_piv) {
+        // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
+        // (scaled by 1/pivot at the end, like the rest of the row).
+        const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
+        int slot = 0;
 #pragma unroll
-      for (int s = 0; s < R; ++s) {
-        if (is_piv[s]) {
-          my_recip[s] = rc;
-          a[s][k] = one_of(T{});
-          pivoted[s] = true;
-          my_step[s] = k;
-          slot = s;
+        for (int s = 0; s < R; ++s) {
+          if (is_piv[s]) {
+            my_recip[s] = rc;
+            a[s][k] = one_of(T{});
+            pivoted[s] = true;
+            my_step[s] = k;
+            slot = s;
+          }
         }
+        write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
+        perm[k] = slot * G + i;
       }
-      write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
-      perm[k] = slot * G + i;
-    }
-    swap_positions<R>(is_piv, pos, k, pr);
-    warp_sync();
-    // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
-    T f[R];
-#pragma unroll
-    for (int s = 0; s < R; ++s) {
-      if (!is_piv[s]) {
-        f[s] = mul(a[s][k], row[N]);
-        a[s][k] = zero_of(T{});
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
-      const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+      swap_positions<R>(is_piv, pos, k, pr);
+      warp_sync();
+      // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
+      T f[R];
 #pragma unroll
       for (int s = 0; s < R; ++s) {
         if (!is_piv[s]) {
+          f[s] = mul(a[s][k], row[N]);
+          a[s][k] = zero_of(T{});
+        }
+      }
 #pragma unroll
-          for (int v = 0; v < Geo::kV; ++v) {
-            const int j = c * Geo::kV + v;
-            if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
+        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+#pragma unroll
+        for (int s = 0; s < R; ++s) {
+          if (!is_piv[s]) {
+#pragma unroll
+            for (int v = 0; v < Geo::kV; ++v) {
+              const int j = c * Geo::kV + v;
+              if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+            }
           }
         }
       }
     }
-  }
-  // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
+    // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
 #pragma unroll
-  for (int s = 0; s < R; ++s) {
-    if (s * G + i < N) {
+    for (int s = 0; s < R; ++s) {
+      if (s * G + i < N) {
 #pragma unroll
-      for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step[s]) * S + perm[j]] = mul(a[s][j], my_recip[s]);
+        for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step[s]) * S + perm[j]] = mul(a[s][j], my_recip[s]);
+      }
     }
-  }
-  warp_sync();
-  store_tile<T, N, N * S, R>(out + m0 * (N * N), sm.tile, valid, lane);
-  if (g < nmat && i == 0) info[m0 + g] = my_info;
+    warp_sync();
+    store_tile<T, N, N * S, R>(out + m0 * (N * N), sm.tile, valid, ln);
+    if (g < nmat && i == 0) info[m0 + g] = my_info;
+  });
 }
 
 }  // namespace lu
@@ -575,8 +681,8 @@ namespace torch_inplace {
 namespace kernels {
 namespace lu {
 #define TI_LU_INSTANTIATE(T, N)                                                                          \
-  template __global__ void small_lu_kernel<T, N>(const T*, T*, int32_t*, int32_t*, int64_t);             \
-  template __global__ void small_inverse_kernel<T, N>(const T*, T*, int32_t*, int64_t);
+  template __global__ void small_lu_kernel<T, N>(const T*, T*, int32_t*, int32_t*, int64_t, bool);       \
+  template __global__ void small_inverse_kernel<T, N>(const T*, T*, int32_t*, int64_t, bool);
 #define TI_LU_INSTANTIATE_ALL(N)             \
   TI_LU_INSTANTIATE(float, N)                \
   TI_LU_INSTANTIATE(double, N)               \
@@ -588,8 +694,8 @@ TI_LU_INSTANTIATE_ALL(8)
 TI_LU_INSTANTIATE_ALL(17)
 TI_LU_INSTANTIATE_ALL(32)
 #define TI_LU_INSTANTIATE_ROWS(T, N, R)                                                                   \
-  template __global__ void small_lu_kernel<T, N, R>(const T*, T*, int32_t*, int32_t*, int64_t);          \
-  template __global__ void small_inverse_kernel<T, N, R>(const T*, T*, int32_t*, int64_t);
+  template __global__ void small_lu_kernel<T, N, R>(const T*, T*, int32_t*, int32_t*, int64_t, bool);    \
+  template __global__ void small_inverse_kernel<T, N, R>(const T*, T*, int32_t*, int64_t, bool);
 TI_LU_INSTANTIATE_ROWS(float, 13, 2)
 TI_LU_INSTANTIATE_ROWS(float, 32, 4)
 TI_LU_INSTANTIATE_ROWS(double, 9, 4)

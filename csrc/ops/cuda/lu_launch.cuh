@@ -37,6 +37,8 @@ int warp_smem_bytes();
 #ifdef TI_LU_DEFINE_LAUNCHERS
 #include <c10/cuda/CUDAException.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/lu/inverse_backward.cuh"
@@ -67,15 +69,74 @@ constexpr bool rows_supported() {
   return R == 1 || (std::is_floating_point<T>::value && N > R && R * N * static_cast<int>(sizeof(T)) <= 512);
 }
 
+// Persistent launches (lu_persistent in small_lu.cuh: small tiles): the grid is capped at the blocks the GPU holds
+// at once, so each warp works through several tiles and fetches the next one while it computes.
+// TORCH_INPLACE_LU_PERSIST=0 launches one warp per tile (every warp takes one turn);
+// TORCH_INPLACE_LU_PREFETCH=0 keeps the persistent grid without the prefetch; TORCH_INPLACE_LU_GRID_CAP=B caps the
+// persistent grid at B blocks (tests and the sanitizer: many turns per warp with small batches). Read at every
+// launch.
+inline bool lu_env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '0' && v[1] == 0;
+}
+
+// One type per kernel instantiation (Kind 0: LU, 1: inverse), to key resident_blocks' cache.
+template <typename T, int N, int R, int Kind>
+struct KernelTag {};
+
+// Resident blocks per SM of `kernel` (occupancy calculator) times the SMs of the current device, cached per
+// (kernel: the Tag's instantiation; device; warps per block, which fixes the shared memory); 0 when the runtime
+// cannot say (then the grid covers the batch).
+template <typename Tag, typename Kernel>
+int64_t resident_blocks(Kernel kernel, int warps, int smem_bytes) {
+  constexpr int kDevices = 64;
+  static std::atomic<int64_t> cache[kDevices][9];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices || warps < 1 || warps > 8) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  int64_t v = cache[dev][warps].load(std::memory_order_relaxed);
+  if (v != 0) return v;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kernels::kWarpSize, smem_bytes) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm <= 0 || sms <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  v = static_cast<int64_t>(per_sm) * sms;
+  cache[dev][warps].store(v, std::memory_order_relaxed);
+  return v;
+}
+
+// Blocks of a launch over `batch` matrices, `per_block` per block and turn: enough for one turn of every warp, or
+// the resident blocks when the kernel loops over tiles (kernels::lu::lu_persistent) and that is fewer.
+template <typename Tag, typename Kernel>
+unsigned lu_grid(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem_bytes) {
+  int64_t blocks = (batch + per_block - 1) / per_block;
+  if (persistent && !lu_env_off("TORCH_INPLACE_LU_PERSIST")) {
+    const int64_t resident = resident_blocks<Tag>(kernel, warps, smem_bytes);
+    if (resident > 0 && resident < blocks) blocks = resident;
+    const char* cap = std::getenv("TORCH_INPLACE_LU_GRID_CAP");  // tests: many turns with small batches
+    const long long c = cap != nullptr ? std::atoll(cap) : 0;
+    if (c > 0 && c < blocks) blocks = c;
+  }
+  return static_cast<unsigned>(blocks);
+}
+
 template <typename T, int N, int R>
 static void launch_lu_rows(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps,
                            ti_stream_t stream) {
   using Geo = kernels::lu::Geometry<T, N, R>;
   const int w = clamp_warps<T, N, R>(warps);
-  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
-  const int64_t blocks = (batch + per_block - 1) / per_block;
-  kernels::lu::small_lu_kernel<T, N, R><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                          w * Geo::kWarpSmemBytes, stream>>>(in, lu, ipiv, info, batch);
+  const int smem = w * Geo::kWarpSmemBytes;
+  auto* kernel = kernels::lu::small_lu_kernel<T, N, R>;
+  const unsigned blocks =
+      lu_grid<KernelTag<T, N, R, 0>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
+                                     static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+  const bool prefetch = !lu_env_off("TORCH_INPLACE_LU_PREFETCH");
+  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(in, lu, ipiv, info, batch, prefetch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -83,10 +144,13 @@ template <typename T, int N, int R>
 static void launch_inverse_rows(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
   using Geo = kernels::lu::Geometry<T, N, R>;
   const int w = clamp_warps<T, N, R>(warps);
-  const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;
-  const int64_t blocks = (batch + per_block - 1) / per_block;
-  kernels::lu::small_inverse_kernel<T, N, R><<<static_cast<unsigned>(blocks), w * kernels::kWarpSize,
-                                               w * Geo::kWarpSmemBytes, stream>>>(in, out, info, batch);
+  const int smem = w * Geo::kWarpSmemBytes;
+  auto* kernel = kernels::lu::small_inverse_kernel<T, N, R>;
+  const unsigned blocks =
+      lu_grid<KernelTag<T, N, R, 1>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
+                                     static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+  const bool prefetch = !lu_env_off("TORCH_INPLACE_LU_PREFETCH");
+  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch, prefetch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -131,11 +195,46 @@ static void launch_backward_kernel(void (*kernel)(const T*, const T*, T*, int64_
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+#if !TI_HIP
+// The fp64 tensor cores (mma.sync m8n8k4): compute capability 8.0 and up, per device (cached);
+// TORCH_INPLACE_LU_DMMA_BACKWARD=0 keeps the FMA kernels (tests, benchmarks).
+inline bool dmma_available() {
+  if (lu_env_off("TORCH_INPLACE_LU_DMMA_BACKWARD")) return false;
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      major = 0;
+    }
+    v = major >= 8 ? 2 : 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+#endif
+
 template <typename T, int N>
 void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream) {
   using Geo = kernels::lu::Geometry<T, N>;
   using BG = kernels::lu::BackwardGeometry<T, N>;
   using BB = kernels::lu::BlockBackwardGeometry<T, N>;
+#if !TI_HIP
+  using DG = kernels::lu::DmmaBackwardGeometry<T, N>;
+  if constexpr (DG::kSupported) {  // float64, n = 17..32, tensor cores
+    if (dmma_available()) {
+      return launch_backward_kernel<T>(kernels::lu::dmma_inverse_backward_kernel<T, N>, DG::kWarpSmemBytes, 1, X, G,
+                                       out, batch, stream);
+    }
+  }
+#endif
   if constexpr (BB::kSupported) {  // float64, n = 17..24, 31, 32: the block variant
     launch_backward_kernel<T>(kernels::lu::block_inverse_backward_kernel<T, N>, BB::kWarpSmemBytes, BB::kGroups, X, G,
                               out, batch, stream);
