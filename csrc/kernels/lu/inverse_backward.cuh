@@ -315,6 +315,45 @@ TI_DEVICE void dmma_8x8x4(double& d0, double& d1, double a, double b) {
 #endif
 }
 
+// acc[i][j] += A_i B_j over the Np x Np tiles `ta`, `tb` (row stride P): with KAlongRows the operands are read
+// along their rows (A[i][k] = ta[i][k], B[k][j] = tb[j][k]: ta tb^T), else along their columns (A[i][k] = ta[k][i],
+// B[k][j] = tb[k][j]: ta^T tb). Either way a lane's fragment of 8 x 8 tile t at k step ks is one element.
+template <int NT, int KS, int P, bool KAlongRows>
+TI_DEVICE void dmma_tiles(double (&acc)[NT][NT][2], const double* ta, const double* tb, int fr, int fc) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    double a[NT], b[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const int e = KAlongRows ? (8 * t + fr) * P + 4 * ks + fc : (4 * ks + fc) * P + 8 * t + fr;
+      a[t] = ta[e];
+      b[t] = tb[e];
+    }
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) dmma_8x8x4(acc[i][j][0], acc[i][j][1], a[i], b[j]);
+    }
+  }
+}
+
+// tile = sign * acc (C fragments: row 8 i + l / 4, columns 8 j + 2 (l % 4) + {0, 1}, one 16-byte store each), and
+// acc cleared.
+template <int NT, int P>
+TI_DEVICE void dmma_store(double* tile, double (&acc)[NT][NT][2], double sign, int fr, int fc) {
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      double2 v;
+      v.x = sign * acc[i][j][0];
+      v.y = sign * acc[i][j][1];
+      *reinterpret_cast<double2*>(tile + (8 * i + fr) * P + 8 * j + 2 * fc) = v;
+      acc[i][j][0] = acc[i][j][1] = 0.0;
+    }
+  }
+}
+
 // grad = -X^T G X^T (real float64). Launch: blockDim.x = warps * kWarpSize, dynamic shared memory
 // warps * DmmaBackwardGeometry<T, N>::kWarpSmemBytes, grid = ceil(batch / warps).
 template <typename T, int N>
@@ -336,66 +375,14 @@ __global__ void __launch_bounds__(256) dmma_inverse_backward_kernel(const T* X, 
   load_tile<T, N, GS, 1, 1, P>(Gr + m0 * (N * N), tg, N * N, lane);
   warp_sync();
   const int fr = lane / 4, fc = lane % 4;  // fragment row / column of this lane
-  double acc[NT][NT][2];
-#pragma unroll
-  for (int i = 0; i < NT; ++i) {
-#pragma unroll
-    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
-  }
-  // T = G X^T: A[i][k] = G[i][k], B[k][j] = X[j][k].
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    double a[NT], b[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      a[t] = tg[(8 * t + fr) * P + 4 * ks + fc];
-      b[t] = tx[(8 * t + fr) * P + 4 * ks + fc];
-    }
-#pragma unroll
-    for (int i = 0; i < NT; ++i) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j) dmma_8x8x4(acc[i][j][0], acc[i][j][1], a[i], b[j]);
-    }
-  }
-  warp_sync();  // every lane is done with G: T takes its place
-#pragma unroll
-  for (int i = 0; i < NT; ++i) {
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      double2 v;
-      v.x = acc[i][j][0];
-      v.y = acc[i][j][1];
-      *reinterpret_cast<double2*>(tg + (8 * i + fr) * P + 8 * j + 2 * fc) = v;
-      acc[i][j][0] = acc[i][j][1] = 0.0;
-    }
-  }
+  double acc[NT][NT][2] = {};
+  dmma_tiles<NT, KS, P, true>(acc, tg, tx, fr, fc);    // T = G X^T
+  warp_sync();                                         // every lane is done with G: T takes its place
+  dmma_store<NT, P>(tg, acc, 1.0, fr, fc);
   warp_sync();
-  // grad = -X^T T: A[i][k] = X[k][i], B[k][j] = T[k][j].
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    double a[NT], b[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      a[t] = tx[(4 * ks + fc) * P + 8 * t + fr];
-      b[t] = tg[(4 * ks + fc) * P + 8 * t + fr];
-    }
-#pragma unroll
-    for (int i = 0; i < NT; ++i) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j) dmma_8x8x4(acc[i][j][0], acc[i][j][1], a[i], b[j]);
-    }
-  }
-  warp_sync();  // every lane is done with X: the result goes to X's tile
-#pragma unroll
-  for (int i = 0; i < NT; ++i) {
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      double2 v;
-      v.x = -acc[i][j][0];
-      v.y = -acc[i][j][1];
-      *reinterpret_cast<double2*>(tx + (8 * i + fr) * P + 8 * j + 2 * fc) = v;
-    }
-  }
+  dmma_tiles<NT, KS, P, false>(acc, tx, tg, fr, fc);   // X^T T
+  warp_sync();                                         // every lane is done with X: -X^T T goes to its tile
+  dmma_store<NT, P>(tx, acc, -1.0, fr, fc);
   warp_sync();
   store_tile<T, N, GS, 1, 1, P>(out + m0 * (N * N), tx, N * N, lane);
 }

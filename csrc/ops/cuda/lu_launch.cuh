@@ -125,33 +125,29 @@ unsigned lu_grid(Kernel kernel, bool persistent, int64_t batch, int64_t per_bloc
   return static_cast<unsigned>(blocks);
 }
 
-template <typename T, int N, int R>
-static void launch_lu_rows(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps,
-                           ti_stream_t stream) {
+// One launch of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1) for R rows per lane: `args` are the
+// kernel's pointer arguments, followed by the batch and the prefetch flag.
+template <typename T, int N, int R, int Kind, typename Kernel, typename... Args>
+static void launch_small(Kernel kernel, int64_t batch, int warps, ti_stream_t stream, Args... args) {
   using Geo = kernels::lu::Geometry<T, N, R>;
   const int w = clamp_warps<T, N, R>(warps);
   const int smem = w * Geo::kWarpSmemBytes;
-  auto* kernel = kernels::lu::small_lu_kernel<T, N, R>;
-  const unsigned blocks =
-      lu_grid<KernelTag<T, N, R, 0>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
-                                     static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+  const unsigned blocks = lu_grid<KernelTag<T, N, R, Kind>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
+                                                            static_cast<int64_t>(w) * Geo::kGroups, w, smem);
   const bool prefetch = !lu_env_off("TORCH_INPLACE_LU_PREFETCH");
-  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(in, lu, ipiv, info, batch, prefetch);
+  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(args..., batch, prefetch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T, int N, int R>
+static void launch_lu_rows(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps,
+                           ti_stream_t stream) {
+  launch_small<T, N, R, 0>(kernels::lu::small_lu_kernel<T, N, R>, batch, warps, stream, in, lu, ipiv, info);
+}
+
+template <typename T, int N, int R>
 static void launch_inverse_rows(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
-  using Geo = kernels::lu::Geometry<T, N, R>;
-  const int w = clamp_warps<T, N, R>(warps);
-  const int smem = w * Geo::kWarpSmemBytes;
-  auto* kernel = kernels::lu::small_inverse_kernel<T, N, R>;
-  const unsigned blocks =
-      lu_grid<KernelTag<T, N, R, 1>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
-                                     static_cast<int64_t>(w) * Geo::kGroups, w, smem);
-  const bool prefetch = !lu_env_off("TORCH_INPLACE_LU_PREFETCH");
-  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch, prefetch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_small<T, N, R, 1>(kernels::lu::small_inverse_kernel<T, N, R>, batch, warps, stream, in, out, info);
 }
 
 template <typename T, int N>
