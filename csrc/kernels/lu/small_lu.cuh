@@ -236,6 +236,32 @@ TI_DEVICE int tile_index(int e) {
   return m * GS + r * S + (rem - r * N);
 }
 
+// A warp's kChunks 16-byte chunks of contiguous data, chunk it * kWarpSize + lane in v[it] of each lane.
+constexpr int chunk_iters(int chunks) { return (chunks + kWarpSize - 1) / kWarpSize; }
+
+template <typename T, int kChunks>
+TI_DEVICE void fetch_chunks(const T* src, Chunk<T> (&v)[chunk_iters(kChunks)], int lane) {
+#pragma unroll
+  for (int it = 0; it < chunk_iters(kChunks); ++it) {
+    const int c = it * kWarpSize + lane;
+    if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
+  }
+}
+
+// The chunks of fetch_chunks into a padded tile (rows SS, matrices GS elements apart; see tile_index).
+template <typename T, int N, int SS, int GS, int kChunks>
+TI_DEVICE void put_chunks(T* tile, const Chunk<T> (&v)[chunk_iters(kChunks)], int lane) {
+  constexpr int kV = Geometry<T, 1>::kV;
+#pragma unroll
+  for (int it = 0; it < chunk_iters(kChunks); ++it) {
+    const int c = it * kWarpSize + lane;
+    if (kChunks % kWarpSize == 0 || c < kChunks) {
+#pragma unroll
+      for (int u = 0; u < kV; ++u) tile[tile_index<N, SS, GS>(c * kV + u)] = v[it].v[u];
+    }
+  }
+}
+
 // Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile
 // (matrices GS elements apart). A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds
 // checks; the last warp of the grid (or unaligned data) moves single elements.
@@ -249,21 +275,9 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   constexpr bool kChunked = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
   if (kChunked && valid == kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
     constexpr int kChunks = kElems / kV;
-    constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
-    Chunk<T> v[kIters];
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int c = it * kWarpSize + lane;
-      if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
-    }
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int c = it * kWarpSize + lane;
-      if (kChunks % kWarpSize == 0 || c < kChunks) {
-#pragma unroll
-        for (int u = 0; u < kV; ++u) tile[tile_index<N, SS, GS>(c * kV + u)] = v[it].v[u];
-      }
-    }
+    Chunk<T> v[chunk_iters(kChunks)];
+    fetch_chunks<T, kChunks>(src, v, lane);
+    put_chunks<T, N, SS, GS, kChunks>(tile, v, lane);
     return;
   }
   T v[kLoadIters];
@@ -317,36 +331,22 @@ struct TilePrefetch {
   static constexpr int kMaxChunks = 5;
   static constexpr int kElems = Geo::kElems;
   static constexpr int kChunks = kElems / Geo::kV;
-  static constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
-  static constexpr bool kEnabled =
-      (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * Geo::kV == 16 && kIters <= kMaxChunks;
-  Chunk<T> v[kEnabled ? kIters : 1];
+  static constexpr bool kEnabled = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * Geo::kV == 16 &&
+                                   chunk_iters(kChunks) <= kMaxChunks;
+  Chunk<T> v[chunk_iters(kChunks)];  // constructed only by the persistent kernels (kEnabled)
   bool full = false;
 
   TI_DEVICE void fetch(const T* src, int valid, int lane) {
     full = false;
     if constexpr (kEnabled) {
       if (valid != kElems || (reinterpret_cast<uintptr_t>(src) & 15u) != 0) return;
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int c = it * kWarpSize + lane;
-        if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
-      }
+      fetch_chunks<T, kChunks>(src, v, lane);
       full = true;
     }
   }
   // Into the padded tile (row stride Geometry's S, matrices N * S apart), as load_tile's chunked path.
   TI_DEVICE void put(T* tile, int lane) const {
-    if constexpr (kEnabled) {
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int c = it * kWarpSize + lane;
-        if (kChunks % kWarpSize == 0 || c < kChunks) {
-#pragma unroll
-          for (int u = 0; u < Geo::kV; ++u) tile[tile_index<N, Geo::S>(c * Geo::kV + u)] = v[it].v[u];
-        }
-      }
-    }
+    if constexpr (kEnabled) put_chunks<T, N, Geo::S, N * Geo::S, kChunks>(tile, v, lane);
   }
 };
 

@@ -35,7 +35,9 @@ int warp_smem_bytes();
 }  // namespace torch_inplace
 
 #ifdef TI_LU_DEFINE_LAUNCHERS
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -84,30 +86,26 @@ inline bool lu_env_off(const char* name) {
 template <typename T, int N, int R, int Kind>
 struct KernelTag {};
 
-// Resident blocks per SM of `kernel` (occupancy calculator) times the SMs of the current device, cached per
-// (kernel: the Tag's instantiation; device; warps per block, which fixes the shared memory); 0 when the runtime
-// cannot say (then the grid covers the batch).
+// Resident blocks of `kernel` on the current device: the occupancy calculator's blocks per SM (cached per kernel
+// -- the Tag's instantiation --, device and warps per block, which fix the shared memory) times ATen's SM count;
+// 0 when the runtime cannot say (then the grid covers the batch).
 template <typename Tag, typename Kernel>
 int64_t resident_blocks(Kernel kernel, int warps, int smem_bytes) {
   constexpr int kDevices = 64;
-  static std::atomic<int64_t> cache[kDevices][9];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices || warps < 1 || warps > 8) {
-    (void)cudaGetLastError();
-    return 0;
+  static std::atomic<int> per_sm_cache[kDevices][9];
+  const int dev = c10::cuda::current_device();
+  if (dev < 0 || dev >= kDevices || warps < 1 || warps > 8) return 0;
+  int per_sm = per_sm_cache[dev][warps].load(std::memory_order_relaxed);
+  if (per_sm == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kernels::kWarpSize, smem_bytes) !=
+            cudaSuccess ||
+        per_sm <= 0) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    per_sm_cache[dev][warps].store(per_sm, std::memory_order_relaxed);
   }
-  int64_t v = cache[dev][warps].load(std::memory_order_relaxed);
-  if (v != 0) return v;
-  int per_sm = 0, sms = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kernels::kWarpSize, smem_bytes) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm <= 0 || sms <= 0) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  v = static_cast<int64_t>(per_sm) * sms;
-  cache[dev][warps].store(v, std::memory_order_relaxed);
-  return v;
+  return static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
 }
 
 // Blocks of a launch over `batch` matrices, `per_block` per block and turn: enough for one turn of every warp, or
@@ -192,28 +190,10 @@ static void launch_backward_kernel(void (*kernel)(const T*, const T*, T*, int64_
 }
 
 #if !TI_HIP
-// The fp64 tensor cores (mma.sync m8n8k4): compute capability 8.0 and up, per device (cached);
-// TORCH_INPLACE_LU_DMMA_BACKWARD=0 keeps the FMA kernels (tests, benchmarks).
+// The fp64 tensor cores (mma.sync m8n8k4): compute capability 8.0 and up; TORCH_INPLACE_LU_DMMA_BACKWARD=0 keeps the
+// FMA kernels (tests, benchmarks).
 inline bool dmma_available() {
-  if (lu_env_off("TORCH_INPLACE_LU_DMMA_BACKWARD")) return false;
-  constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 no, 2 yes
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      major = 0;
-    }
-    v = major >= 8 ? 2 : 1;
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
+  return !lu_env_off("TORCH_INPLACE_LU_DMMA_BACKWARD") && at::cuda::getCurrentDeviceProperties()->major >= 8;
 }
 #endif
 
