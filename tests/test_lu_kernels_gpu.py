@@ -1,6 +1,7 @@
-"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; several warps per block) forced through
-the private tuning op, against LAPACK and against each other. A variant only changes which lane holds which row,
-never the arithmetic of a row, so its results must equal the one-row-per-lane kernel's bit for bit."""
+"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; the inverse's split rows, -2; several warps
+per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
+lane holds which row (or which part of a row), never the arithmetic of an entry, so its results must equal the
+one-row-per-lane kernel's bit for bit."""
 import pytest
 import torch
 
@@ -10,7 +11,8 @@ from conftest import needs_cuda, well_conditioned
 pytestmark = [pytest.mark.gpu, needs_cuda]
 
 KINDS = ("lu", "inverse")
-CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4)]  # (warps, rows per lane)
+SPLIT = -2  # split_inverse_kernel: rows split into two column parts (inverse only; n > 16, real types)
+CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4), (1, SPLIT), (3, SPLIT), (8, SPLIT)]
 
 
 def tol(dtype, n):
@@ -19,7 +21,7 @@ def tol(dtype, n):
 
 def run_with(dtype, n, warps, rows, A):
     for kind in KINDS:
-        torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, rows)
+        torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == SPLIT) else rows)
     try:
         LU, piv, info = TL.lu_factor_ex(A)
         X, xinfo = TL.batched_inverse_ex(A)
@@ -74,7 +76,7 @@ def test_nan_inf_every_variant():
         A = well_conditioned((40,), n, torch.float64, "cuda", seed=n)
         A[0, 0, 0] = float("nan")
         A[1, n - 1, n - 1] = float("inf")
-        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4)]
+        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4, SPLIT)]
         for o in outs[1:]:
             for a, b in zip(outs[0], o):
                 assert same(a, b)

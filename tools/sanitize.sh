@@ -49,7 +49,8 @@ for kv in knobs:
         ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
         bad += not ok
         print(kv, shape, es, algo, "ok" if ok else "WRONG", flush=True)
-# Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant, one and eight warps,
+# Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant (and the inverse's split
+# rows, float32 / float64 n = 17, 24, 32), one and eight warps,
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
 import torch_inplace.linalg as TL
 lu_cases = [(torch.float32, n) for n in (1, 3, 5, 9, 12, 16, 17, 24, 32)] + \
@@ -57,9 +58,9 @@ lu_cases = [(torch.float32, n) for n in (1, 3, 5, 9, 12, 16, 17, 24, 32)] + \
 for dtype, n in lu_cases:
     A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
     ref = None
-    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4)):
+    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4), (1, -2), (8, -2)):  # -2: split rows
         for kind in ("lu", "inverse"):
-            torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, rows)
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == -2) else rows)
         LU, piv = TL.lu_factor(A)
         X = TL.batched_inverse(A)
         B = A.clone()

@@ -26,6 +26,8 @@
 // of one per step), and the pivot's reciprocal is computed once by the pivot lane.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/common.cuh"
 
 namespace torch_inplace {
@@ -671,6 +673,175 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
   });
 }
 
+// Split rows (real types, n past half a warp): the lanes of a warp form H column parts of G = kWarpSize / H lanes;
+// lane h * G + i holds columns [h W, h W + W) (W = ceil(n / H)) of rows i, i + G, ... (R rows per lane), one
+// matrix per warp. Each lane then reads only its part of the pivot row at every step (W entries instead of n):
+// a matrix costs about 1 / H of the one-row kernel's broadcast reads (on an H200 each 16-byte broadcast read takes
+// two shared-memory wavefronts), and each of the pivot row's H lanes writes 1 / H of it, with about the registers of
+// one row per lane. The multipliers come from the part that holds column k (R shuffles per step, issued while the
+// pivot is searched); the pivot search runs in that part. Every entry goes through the same operations as in
+// small_inverse_kernel, so the results are the same bit for bit. CUDA only in practice: with 64-wide wavefronts
+// one row per lane already covers n <= 32 (kSupported is false).
+template <typename T, int N, int H>
+struct SplitGeometry {
+  static_assert(H == 2 || H == 4, "2 or 4 column parts");
+  static constexpr int G = kWarpSize / H;        // lanes per column part
+  static constexpr int R = (N + G - 1) / G;      // rows per lane
+  static constexpr int W = (N + H - 1) / H;      // columns per part
+  static constexpr int S = Geometry<T, N>::S;    // the tile's odd row stride
+  static constexpr int kV = Geometry<T, N>::kV;
+  static constexpr int SegPad = round_up(W, kV); // one part of the broadcast row, in whole 16-byte chunks
+  static constexpr int RowPad = H * SegPad + kV; // the parts, then the pivot's reciprocal in a chunk of its own
+  static constexpr int kTileBytes = round_up(N * S * static_cast<int>(sizeof(T)), 16);
+  static constexpr int kBcastBytes = 2 * RowPad * static_cast<int>(sizeof(T));
+  static constexpr int kPermBytes = round_up(N * 4, 16);
+  static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
+  static constexpr bool kSupported = std::is_floating_point<T>::value && N > G && R <= 4;
+};
+
+// Inverse with split rows (see SplitGeometry); same semantics and arguments as small_inverse_kernel. Launch:
+// blockDim.x = warps * kWarpSize, ceil(batch / warps) blocks, warps * SplitGeometry::kWarpSmemBytes of shared
+// memory; warp w of the grid inverts matrix w.
+template <typename T, int N, int H>
+__global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
+  using SG = SplitGeometry<T, N, H>;
+  constexpr int G = SG::G, R = SG::R, W = SG::W, S = SG::S, kV = SG::kV;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  unsigned char* base = smem_raw + warp * SG::kWarpSmemBytes;
+  T* tile = reinterpret_cast<T*>(base);
+  T* bcast = reinterpret_cast<T*>(base + SG::kTileBytes);
+  int* perm = reinterpret_cast<int*>(base + SG::kTileBytes + SG::kBcastBytes);
+  const int64_t m = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp;
+  if (m >= batch) return;  // warp-uniform: a working warp has every lane for the shuffles
+  load_tile<T, N, N * S, 1, 1>(in + m * (N * N), tile, N * N, lane);
+  warp_sync();
+  const int h = lane / G, i = lane % G;
+  T a[R][W];
+  bool pivoted[R];
+  int pos[R], my_step[R] = {};
+  T my_recip[R];
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const int r = s * G + i;
+#pragma unroll
+    for (int jj = 0; jj < W; ++jj) {
+      const int c = h * W + jj;
+      a[s][jj] = (r < N && c < N) ? tile[r * S + c] : zero_of(T{});
+    }
+    pivoted[s] = r >= N;
+    pos[s] = r;
+    my_recip[s] = one_of(T{});
+  }
+  int my_info = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int hk = k / W, kk = k - hk * W;  // column k: entry kk of part hk
+    const bool owner = h == hk;
+    // The multipliers' column from its part (not on the pivot search's path).
+    T x[R];
+#pragma unroll
+    for (int s = 0; s < R; ++s) x[s] = shfl(a[s][kk], hk * G + i);
+    decltype(abs1(T{})) mag[R];
+    bool cand[R];
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      mag[s] = abs1(a[s][kk]);
+      cand[s] = owner && !pivoted[s];
+    }
+    bool zero;
+    const int pr = pivot_search<kWarpSize, R>(mag, cand, pos, zero);
+    if (zero && my_info == 0) my_info = k + 1;
+    bool is_piv[R], any_piv = false;
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      is_piv[s] = !pivoted[s] && pos[s] == pr;
+      any_piv = any_piv || is_piv[s];
+    }
+    T* row = bcast + (k & 1) * SG::RowPad;
+    if (any_piv) {
+      int slot = 0;
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (is_piv[s]) {
+          pivoted[s] = true;
+          my_step[s] = k;
+          slot = s;
+        }
+      }
+      if (owner) {
+        // As small_inverse_kernel: slot k now holds column p_k of [A | I]'s right half, 1 in the unscaled row.
+        const T rc = recip(pick_slot<T, W, R>(a, is_piv, kk));
+#pragma unroll
+        for (int s = 0; s < R; ++s) {
+          if (is_piv[s]) a[s][kk] = one_of(T{});
+        }
+        row[H * SG::SegPad] = rc;
+        perm[k] = slot * G + i;
+      }
+      T* seg = row + h * SG::SegPad;
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (is_piv[s]) {
+#pragma unroll
+          for (int c = 0; c < SG::SegPad / kV; ++c) {
+            Chunk<T> ch;
+#pragma unroll
+            for (int v = 0; v < kV; ++v) {
+              const int jj = c * kV + v;
+              ch.v[v] = jj < W ? a[s][jj < W ? jj : 0] : zero_of(T{});
+            }
+            reinterpret_cast<Chunk<T>*>(seg)[c] = ch;
+          }
+        }
+      }
+    }
+    swap_positions<R>(is_piv, pos, k, pr);
+    warp_sync();
+    const T rc = row[H * SG::SegPad];
+    T f[R];
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      if (is_piv[s]) {
+        my_recip[s] = rc;
+      } else {
+        f[s] = mul(x[s], rc);
+        if (owner) a[s][kk] = zero_of(T{});
+      }
+    }
+    const T* seg = row + h * SG::SegPad;
+#pragma unroll
+    for (int c = 0; c < SG::SegPad / kV; ++c) {
+      const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(seg)[c];
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (!is_piv[s]) {
+#pragma unroll
+          for (int v = 0; v < kV; ++v) {
+            const int jj = c * kV + v;
+            if (jj < W) a[s][jj] = fnms(a[s][jj], f[s], ch.v[v]);
+          }
+        }
+      }
+    }
+  }
+  // Row pivoted at step k is row k of the inverse; its entry c holds column perm[c] (column interchanges).
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    if (s * G + i < N) {
+#pragma unroll
+      for (int jj = 0; jj < W; ++jj) {
+        const int c = h * W + jj;
+        if (c < N) tile[my_step[s] * S + perm[c]] = mul(a[s][jj], my_recip[s]);
+      }
+    }
+  }
+  warp_sync();
+  store_tile<T, N, N * S, 1, 1>(out + m * (N * N), tile, N * N, lane);
+  if (lane == 0) info[m] = my_info;
+}
+
+
 }  // namespace lu
 }  // namespace kernels
 }  // namespace torch_inplace
@@ -700,6 +871,8 @@ TI_LU_INSTANTIATE_ROWS(float, 13, 2)
 TI_LU_INSTANTIATE_ROWS(float, 32, 4)
 TI_LU_INSTANTIATE_ROWS(double, 9, 4)
 TI_LU_INSTANTIATE_ROWS(double, 24, 2)
+template __global__ void split_inverse_kernel<double, 32, 2>(const double*, double*, int32_t*, int64_t);
+template __global__ void split_inverse_kernel<float, 25, 2>(const float*, float*, int32_t*, int64_t);
 #undef TI_LU_INSTANTIATE_ROWS
 #undef TI_LU_INSTANTIATE_ALL
 #undef TI_LU_INSTANTIATE

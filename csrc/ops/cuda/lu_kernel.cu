@@ -17,6 +17,8 @@
 #include "ops/cuda/lu_tuning.h"
 #include "ops/lu_common.h"
 
+static_assert(torch_inplace::lu::kSplitRows == torch_inplace::lu_cuda::kSplitRows, "one code for split rows");
+
 namespace torch_inplace {
 namespace {
 
@@ -34,7 +36,7 @@ int warps_for(int kind, at::ScalarType st, int64_t n) {
 int rows_for(int kind, at::ScalarType st, int64_t n) {
   const int d = lu::dtype_index(st);
   const int o = lu::rows_override(kind, d, n);
-  if (o > 0) return o;
+  if (o != 0) return o;
   return kind == 0 ? lu_cuda::kLuRows[d][n] : lu_cuda::kInvRows[d][n];
 }
 

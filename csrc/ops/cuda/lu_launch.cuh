@@ -15,8 +15,13 @@ using ti_stream_t = cudaStream_t;
 namespace torch_inplace {
 namespace lu_cuda {
 
+// The `rows` code of split_inverse_kernel (two half rows per lane, one matrix per warp; real types, n > 16 on
+// CUDA), next to 1, 2 and 4 in the tuning tables and the private tuning op (lu::kSplitRows, the same value).
+constexpr int kSplitRows = -2;
+
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
-// `rows`: rows per lane (1, 2 or 4); a count the (T, n) has no kernel for falls back to 1 (rows_supported).
+// `rows`: rows per lane (1, 2 or 4) or, for the inverse, kSplitRows (-2: rows split into two column parts); a code
+// the (T, n) has no kernel for falls back to 1 (rows_supported, SplitGeometry::kSupported).
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream);
@@ -160,8 +165,35 @@ void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, 
   launch_lu_rows<T, N, 1>(in, lu, ipiv, info, batch, warps, stream);
 }
 
+// split_inverse_kernel: one matrix per warp, up to 8 warps per block. Its shared memory may pass 48 KiB per block
+// (float64 n = 32 with 8 warps: 73 KB), which CUDA allows once the kernel's limit is raised (per device, once).
+template <typename T, int N>
+static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
+  using SG = kernels::lu::SplitGeometry<T, N, 2>;
+  constexpr int kMaxSplitSmem = 8 * SG::kWarpSmemBytes;
+  const int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
+  const int smem = w * SG::kWarpSmemBytes;
+  if constexpr (kMaxSplitSmem > kMaxBlockSmem) {
+    constexpr int kDevices = 64;
+    static std::atomic<bool> raised[kDevices];
+    const int dev = c10::cuda::current_device();
+    if (smem > kMaxBlockSmem && dev >= 0 && dev < kDevices && !raised[dev].load(std::memory_order_relaxed)) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernels::lu::split_inverse_kernel<T, N, 2>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSplitSmem));
+      raised[dev].store(true, std::memory_order_relaxed);
+    }
+  }
+  const int64_t blocks = (batch + w - 1) / w;
+  kernels::lu::split_inverse_kernel<T, N, 2>
+      <<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T, int N>
 void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
+  if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
+    if (rows == kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
+  }
   if constexpr (rows_supported<T, N, 4>()) {
     if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
   }
