@@ -209,14 +209,14 @@ struct Geometry {
   static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
 };
 
-// Everything a warp sees in shared memory.
-template <typename T, int N, int R = 1>
+// Everything a warp sees in shared memory: its tile, broadcast rows and column permutation, laid out by `Geo`'s
+// kTileBytes and kBcastBytes (Geometry, or SplitGeometry for split_inverse_kernel).
+template <typename T, int N, int R = 1, typename Geo = Geometry<T, N, R>>
 struct WarpSmem {
   T* tile;
   T* bcast;
   int* perm;
   TI_DEVICE explicit WarpSmem(unsigned char* base) {
-    using Geo = Geometry<T, N, R>;
     tile = reinterpret_cast<T*>(base);
     bcast = reinterpret_cast<T*>(base + Geo::kTileBytes);
     perm = reinterpret_cast<int*>(base + Geo::kTileBytes + Geo::kBcastBytes);
@@ -708,13 +708,10 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
   constexpr int G = SG::G, R = SG::R, W = SG::W, S = SG::S, kV = SG::kV;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  unsigned char* base = smem_raw + warp * SG::kWarpSmemBytes;
-  T* tile = reinterpret_cast<T*>(base);
-  T* bcast = reinterpret_cast<T*>(base + SG::kTileBytes);
-  int* perm = reinterpret_cast<int*>(base + SG::kTileBytes + SG::kBcastBytes);
+  const WarpSmem<T, N, 1, SG> sm(smem_raw + warp * SG::kWarpSmemBytes);
   const int64_t m = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp;
   if (m >= batch) return;  // warp-uniform: a working warp has every lane for the shuffles
-  load_tile<T, N, N * S, 1, 1>(in + m * (N * N), tile, N * N, lane);
+  load_tile<T, N, N * S, 1, 1>(in + m * (N * N), sm.tile, N * N, lane);
   warp_sync();
   const int h = lane / G, i = lane % G;
   T a[R][W];
@@ -727,7 +724,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
 #pragma unroll
     for (int jj = 0; jj < W; ++jj) {
       const int c = h * W + jj;
-      a[s][jj] = (r < N && c < N) ? tile[r * S + c] : zero_of(T{});
+      a[s][jj] = (r < N && c < N) ? sm.tile[r * S + c] : zero_of(T{});
     }
     pivoted[s] = r >= N;
     pos[s] = r;
@@ -758,7 +755,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
       is_piv[s] = !pivoted[s] && pos[s] == pr;
       any_piv = any_piv || is_piv[s];
     }
-    T* row = bcast + (k & 1) * SG::RowPad;
+    T* row = sm.bcast + (k & 1) * SG::RowPad;
     if (any_piv) {
       int slot = 0;
 #pragma unroll
@@ -777,7 +774,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
           if (is_piv[s]) a[s][kk] = one_of(T{});
         }
         row[H * SG::SegPad] = rc;
-        perm[k] = slot * G + i;
+        sm.perm[k] = slot * G + i;
       }
       T* seg = row + h * SG::SegPad;
 #pragma unroll
@@ -832,12 +829,12 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
 #pragma unroll
       for (int jj = 0; jj < W; ++jj) {
         const int c = h * W + jj;
-        if (c < N) tile[my_step[s] * S + perm[c]] = mul(a[s][jj], my_recip[s]);
+        if (c < N) sm.tile[my_step[s] * S + sm.perm[c]] = mul(a[s][jj], my_recip[s]);
       }
     }
   }
   warp_sync();
-  store_tile<T, N, N * S, 1, 1>(out + m * (N * N), tile, N * N, lane);
+  store_tile<T, N, N * S, 1, 1>(out + m * (N * N), sm.tile, N * N, lane);
   if (lane == 0) info[m] = my_info;
 }
 

@@ -17,8 +17,6 @@
 #include "ops/cuda/lu_tuning.h"
 #include "ops/lu_common.h"
 
-static_assert(torch_inplace::lu::kSplitRows == torch_inplace::lu_cuda::kSplitRows, "one code for split rows");
-
 namespace torch_inplace {
 namespace {
 

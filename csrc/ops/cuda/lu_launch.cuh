@@ -15,13 +15,9 @@ using ti_stream_t = cudaStream_t;
 namespace torch_inplace {
 namespace lu_cuda {
 
-// The `rows` code of split_inverse_kernel (two half rows per lane, one matrix per warp; real types, n > 16 on
-// CUDA), next to 1, 2 and 4 in the tuning tables and the private tuning op (lu::kSplitRows, the same value).
-constexpr int kSplitRows = -2;
-
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
-// `rows`: rows per lane (1, 2 or 4) or, for the inverse, kSplitRows (-2: rows split into two column parts); a code
-// the (T, n) has no kernel for falls back to 1 (rows_supported, SplitGeometry::kSupported).
+// `rows`: rows per lane (1, 2 or 4) or, for the inverse, lu::kSplitRows (-2, ops/lu_common.h: rows split into two
+// column parts); a code the (T, n) has no kernel for falls back to 1 (rows_supported, SplitGeometry::kSupported).
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream);
@@ -50,6 +46,7 @@ int warp_smem_bytes();
 
 #include "kernels/lu/inverse_backward.cuh"
 #include "kernels/lu/small_lu.cuh"
+#include "ops/lu_common.h"  // lu::kSplitRows
 
 namespace torch_inplace {
 namespace lu_cuda {
@@ -192,7 +189,7 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
 template <typename T, int N>
 void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
   if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
-    if (rows == kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
+    if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
   }
   if constexpr (rows_supported<T, N, 4>()) {
     if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
