@@ -11,70 +11,10 @@
 #include <cstring>
 #include <vector>
 
+#include "harness_common.cuh"
 #include "kernels/lu/small_lu.cuh"
 
 using namespace torch_inplace::kernels;
-
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t err_ = (x);                                                                     \
-    if (err_ != cudaSuccess) {                                                                  \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(err_), __FILE__, __LINE__);      \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
-
-// Random entries in [-1, 1) plus a dominant entry per row at a column that moves with the matrix (so the pivots
-// move); matrix m % 97 == 5 gets row 1 = row 0 (singular).
-template <typename T>
-__global__ void fill(T* a, int n, int64_t total) {
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t m = e / ((int64_t)n * n), r0 = (e / n) % n, c = e % n;
-    const int64_t r = (m % 97 == 5 && r0 == 1) ? 0 : r0;
-    const int64_t src = (m * n + r) * n + c;
-    uint64_t h = (uint64_t)src * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    const double u = (double)(h >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
-    a[e] = (T)(u + (((r + m) % n) == c ? 0.5 * std::sqrt((double)n) : 0.0));
-  }
-}
-
-// Entries whose bits differ (on the device: no copies of the whole batch).
-template <typename T>
-__global__ void count_diff(const T* x, const T* y, int64_t total, unsigned long long* diff) {
-  unsigned long long d = 0;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    if constexpr (sizeof(T) == 8) {
-      d += __double_as_longlong(x[e]) != __double_as_longlong(y[e]);
-    } else {
-      d += __float_as_uint(x[e]) != __float_as_uint(y[e]);
-    }
-  }
-  if (d) atomicAdd(diff, d);
-}
-
-template <typename F>
-float time_ms(F&& launch) {
-  cudaEvent_t s, e;
-  CK(cudaEventCreate(&s));
-  CK(cudaEventCreate(&e));
-  launch();
-  launch();
-  std::vector<float> ts;
-  for (int r = 0; r < 9; ++r) {
-    CK(cudaEventRecord(s));
-    launch();
-    CK(cudaEventRecord(e));
-    CK(cudaEventSynchronize(e));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, s, e));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
-}
 
 template <typename T, int N, int R>
 void launch_old(const T* a, T* x, int32_t* info, int64_t batch, int warps) {

@@ -175,6 +175,20 @@ TI_DEVICE int pivot_search(const double (&mag)[R], const bool (&valid)[R], const
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
 constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
+// 16-byte chunks between the broadcast rows of consecutive groups: at least `chunks`, and such that the groups of
+// a half warp (`groups`) read a chunk each from distinct 4-bank quads (chunk index mod 8), so a 16-byte broadcast
+// read costs the one wavefront per half warp of a single row. With an even stride (the rows' own size: 2 RowPad)
+// up to 8 groups landed on the same banks: 2-4x the wavefronts (fp32 n = 12: 8 groups, 4 per half warp, 4-way).
+constexpr bool bcast_conflict_free(int chunks, int groups) {
+  for (int g = 1; g < (groups < 8 ? groups : 8); ++g) {
+    if ((g * chunks) % 8 == 0) return false;
+  }
+  return true;
+}
+constexpr int bcast_stride_chunks(int chunks, int groups) {
+  return bcast_conflict_free(chunks, groups) ? chunks : bcast_stride_chunks(chunks + 1, groups);
+}
+
 // Compile-time geometry of one warp's work for matrices of n x n elements of type T, R rows per lane (lane i
 // of a group holds rows i, i + G, ..., i + (R - 1) G).
 // The matrices of one warp: `groups` consecutive ones from m0, every warp of every block in turn; nmat of them
@@ -201,10 +215,12 @@ struct Geometry {
   static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
   static constexpr int kV = 16 / static_cast<int>(sizeof(T)) > 0 ? 16 / static_cast<int>(sizeof(T)) : 1;
   static constexpr int RowPad = round_up(N + 1, kV);   // broadcast row: N entries + the pivot's reciprocal
+  // Elements between the groups' pairs of broadcast rows (double buffer), padded against bank conflicts.
+  static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
   static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
   static constexpr int kTileBytes = round_up(kGroups * N * S * static_cast<int>(sizeof(T)), 16);
-  static constexpr int kBcastBytes = kGroups * 2 * RowPad * static_cast<int>(sizeof(T));
+  static constexpr int kBcastBytes = kGroups * kBcastStride * static_cast<int>(sizeof(T));
   static constexpr int kPermBytes = round_up(kGroups * N * 4, 16);
   static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
 };
@@ -523,7 +539,7 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
     int my_ipiv[R] = {};
     load_rows<T, N, R>(sm.tile, g, i, a, pivoted, pos);
     int my_info = 0;
-    T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+    T* bcast = sm.bcast + g * Geo::kBcastStride;
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       bool zero, is_piv[R], any_piv;
@@ -607,7 +623,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
 #pragma unroll
     for (int s = 0; s < R; ++s) my_recip[s] = one_of(T{});
     int my_info = 0;
-    T* bcast = sm.bcast + g * 2 * Geo::RowPad;
+    T* bcast = sm.bcast + g * Geo::kBcastStride;
     int* perm = sm.perm + g * N;
 #pragma unroll
     for (int k = 0; k < N; ++k) {

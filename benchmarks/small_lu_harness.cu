@@ -1,0 +1,136 @@
+// Standalone timing of the small LU / inverse kernels (kernels/lu/small_lu.cuh) for n = 1..16, float32 and float64,
+// 2^20 matrices, every (rows per lane, warps per block) the library can launch, with the launcher's grid rules
+// (ops/cuda/lu_launch.cuh: warps clamped at 48 KiB of shared memory per block, the persistent grid capped at the
+// resident blocks). Built against two versions of small_lu.cuh, it compares kernels in one run:
+//   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/small_lu_harness.cu -o /tmp/slh
+// Prints one line per configuration: median ms of 9 launches (CUDA events), GB/s and the fraction of the roofline
+// 2 B n^2 sizeof(T) at the copy bandwidth measured first, and a hash of the output bits (factors or inverse, pivots,
+// infos) that two builds must share.
+#include <utility>
+
+#include "harness_common.cuh"
+#include "kernels/lu/small_lu.cuh"
+
+using namespace torch_inplace::kernels;
+
+constexpr int64_t kBatch = 1 << 20;
+constexpr int kMaxBlockSmem = 48 * 1024;
+
+// Order-independent hash of `count` 32-bit words (position-weighted), summed with atomics.
+__global__ void hash_words(const uint32_t* w, int64_t count, unsigned long long* out) {
+  unsigned long long h = 0;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
+    unsigned long long x = (static_cast<unsigned long long>(w[e]) + 1) * (2 * static_cast<unsigned long long>(e) + 1);
+    x ^= x >> 29;
+    h += x * 0xBF58476D1CE4E5B9ull;
+  }
+  atomicAdd(out, h);
+}
+
+unsigned long long hash_of(const void* p, int64_t bytes) {
+  unsigned long long* d;
+  CK(cudaMalloc(&d, 8));
+  CK(cudaMemset(d, 0, 8));
+  hash_words<<<1024, 256>>>(static_cast<const uint32_t*>(p), bytes / 4, d);
+  unsigned long long h = 0;
+  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return h;
+}
+
+double copy_gbps() {
+  const size_t bytes = size_t(1) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  const float ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+template <typename Kernel>
+unsigned grid_for(Kernel kernel, bool persistent, int64_t per_block, int warps, int smem) {
+  int64_t blocks = (kBatch + per_block - 1) / per_block;
+  if (persistent) {
+    int per_sm = 0, sms = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    blocks = std::min<int64_t>(blocks, static_cast<int64_t>(per_sm) * sms);
+  }
+  return static_cast<unsigned>(blocks);
+}
+
+struct Buffers {
+  void *a, *x;
+  int32_t *piv, *info;
+};
+
+template <typename T, int N, int R>
+void run_rows(const Buffers& b, double gbps) {
+  using Geo = lu::Geometry<T, N, R>;
+  if constexpr (R == 1 || (N > R && R * N * static_cast<int>(sizeof(T)) <= 512)) {
+    const char* dt = sizeof(T) == 8 ? "float64" : "float32";
+    const double bytes = 2.0 * kBatch * N * N * sizeof(T);
+    for (int kind = 0; kind < 2; ++kind) {
+      for (int w0 : {1, 2, 4, 8}) {
+        int w = w0;
+        while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;
+        if (w != w0) continue;  // the launcher would clamp it: the same as a smaller count
+        const int smem = w * Geo::kWarpSmemBytes;
+        const bool persistent = lu::lu_persistent<T, N, R>();
+        const T* a = static_cast<const T*>(b.a);
+        T* x = static_cast<T*>(b.x);
+        float ms;
+        if (kind == 0) {
+          auto k = lu::small_lu_kernel<T, N, R>;
+          const unsigned g = grid_for(k, persistent, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.piv, b.info, kBatch, true); });
+        } else {
+          auto k = lu::small_inverse_kernel<T, N, R>;
+          const unsigned g = grid_for(k, persistent, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.info, kBatch, true); });
+        }
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        unsigned long long h = hash_of(x, kBatch * N * N * sizeof(T)) + 3 * hash_of(b.info, kBatch * 4);
+        if (kind == 0) h += 7 * hash_of(b.piv, kBatch * N * 4);
+        const double gb = bytes / (ms * 1e-3) / 1e9;
+        std::printf("%-7s %s n=%2d w%d r%d %8.4f ms %7.0f GB/s roofline %5.1f%% hash %016llx\n",
+                    kind == 0 ? "lu" : "inverse", dt, N, w, R, ms, gb, 100.0 * gb / gbps, h);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+template <typename T, int N>
+void run_n(const Buffers& b, double gbps) {
+  fill<<<1024, 256>>>(static_cast<T*>(b.a), N, kBatch * N * N);
+  CK(cudaGetLastError());
+  run_rows<T, N, 1>(b, gbps);
+  run_rows<T, N, 2>(b, gbps);
+  run_rows<T, N, 4>(b, gbps);
+}
+
+template <typename T, int... Ns>
+void run_all(const Buffers& b, double gbps, std::integer_sequence<int, Ns...>) {
+  (run_n<T, Ns + 1>(b, gbps), ...);
+}
+
+int main() {
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  const double gbps = copy_gbps();
+  std::printf("device %s copy %.0f GB/s batch %lld\n", p.name, gbps, static_cast<long long>(kBatch));
+  Buffers b;
+  const size_t most = kBatch * 16 * 16 * sizeof(double);
+  CK(cudaMalloc(&b.a, most));
+  CK(cudaMalloc(&b.x, most));
+  CK(cudaMalloc(&b.piv, kBatch * 16 * 4));
+  CK(cudaMalloc(&b.info, kBatch * 4));
+  run_all<float>(b, gbps, std::make_integer_sequence<int, 16>{});
+  run_all<double>(b, gbps, std::make_integer_sequence<int, 16>{});
+  return 0;
+}
