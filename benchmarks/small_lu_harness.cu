@@ -3,6 +3,8 @@
 // (ops/cuda/lu_launch.cuh: warps clamped at 48 KiB of shared memory per block, the persistent grid capped at the
 // resident blocks). Built against two versions of small_lu.cuh, it compares kernels in one run:
 //   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/small_lu_harness.cu -o /tmp/slh
+//   /tmp/slh [n [element bytes]]     (only that n / element size: profiling with ncu)
+// n = 1 also times the elementwise one_by_one_kernel (w0 r0), the one the library launches there.
 // Prints one line per configuration: median ms of 9 launches (CUDA events), GB/s and the fraction of the roofline
 // 2 B n^2 sizeof(T) at the copy bandwidth measured first, and a hash of the output bits (factors or inverse, pivots,
 // infos) that two builds must share.
@@ -70,7 +72,7 @@ struct Buffers {
 template <typename T, int N, int R>
 void run_rows(const Buffers& b, double gbps) {
   using Geo = lu::Geometry<T, N, R>;
-  if constexpr (R == 1 || (N > R && R * N * static_cast<int>(sizeof(T)) <= 512)) {
+  if constexpr (R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512)) {  // rows_supported
     const char* dt = sizeof(T) == 8 ? "float64" : "float32";
     const double bytes = 2.0 * kBatch * N * N * sizeof(T);
     for (int kind = 0; kind < 2; ++kind) {
@@ -105,10 +107,41 @@ void run_rows(const Buffers& b, double gbps) {
   }
 }
 
+// n = 1: the elementwise kernel (one_by_one_kernel, reported as w0 r0) as the launcher runs it.
+template <typename T>
+void run_one_by_one(const Buffers& b, double gbps) {
+  constexpr int kV = lu::Geometry<T, 1>::kV;
+  const unsigned blocks = static_cast<unsigned>((kBatch / kV + 255) / 256);
+  const T* a = static_cast<const T*>(b.a);
+  T* x = static_cast<T*>(b.x);
+  for (int kind = 0; kind < 2; ++kind) {
+    const float ms = time_ms([&] {
+      if (kind == 0) {
+        lu::one_by_one_kernel<T, 0><<<blocks, 256>>>(a, x, b.piv, b.info, kBatch);
+      } else {
+        lu::one_by_one_kernel<T, 1><<<blocks, 256>>>(a, x, nullptr, b.info, kBatch);
+      }
+    });
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    unsigned long long h = hash_of(x, kBatch * sizeof(T)) + 3 * hash_of(b.info, kBatch * 4);
+    if (kind == 0) h += 7 * hash_of(b.piv, kBatch * 4);
+    const double gb = 2.0 * kBatch * sizeof(T) / (ms * 1e-3) / 1e9;
+    std::printf("%-7s %s n=%2d w%d r%d %8.4f ms %7.0f GB/s roofline %5.1f%% hash %016llx\n",
+                kind == 0 ? "lu" : "inverse", sizeof(T) == 8 ? "float64" : "float32", 1, 0, 0, ms, gb,
+                100.0 * gb / gbps, h);
+    std::fflush(stdout);
+  }
+}
+
+int g_only_n = 0, g_only_bytes = 0;  // command line: [n [element bytes]] runs only those (profiling)
+
 template <typename T, int N>
 void run_n(const Buffers& b, double gbps) {
+  if ((g_only_n && N != g_only_n) || (g_only_bytes && static_cast<int>(sizeof(T)) != g_only_bytes)) return;
   fill<<<1024, 256>>>(static_cast<T*>(b.a), N, kBatch * N * N);
   CK(cudaGetLastError());
+  if constexpr (N == 1) run_one_by_one<T>(b, gbps);
   run_rows<T, N, 1>(b, gbps);
   run_rows<T, N, 2>(b, gbps);
   run_rows<T, N, 4>(b, gbps);
@@ -119,7 +152,9 @@ void run_all(const Buffers& b, double gbps, std::integer_sequence<int, Ns...>) {
   (run_n<T, Ns + 1>(b, gbps), ...);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) g_only_n = std::atoi(argv[1]);
+  if (argc > 2) g_only_bytes = std::atoi(argv[2]);
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   const double gbps = copy_gbps();

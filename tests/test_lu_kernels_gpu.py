@@ -124,3 +124,38 @@ def test_persistent_turns_match_one_turn_per_warp(dtype, n, monkeypatch):
     Xu, xinfo_u = TL.batched_inverse_ex(U)
     LUu, pivu, infou = TL.lu_factor_ex(U)
     assert same(Xu, X) and same(xinfo_u, xinfo) and same(LUu, LU) and torch.equal(pivu, piv)
+
+
+def same_c(a, b):
+    """same() for complex tensors too (their real and imaginary parts)."""
+    return same(torch.view_as_real(a), torch.view_as_real(b)) if a.is_complex() else same(a, b)
+
+
+# n = 1 runs an elementwise kernel (16 bytes per lane): the factor is A itself with pivot 1, the inverse 1 / a
+# (correctly rounded, as torch.reciprocal), info 1 exactly where a == 0 (either sign; NaN is no zero pivot).
+# Batches that end mid-chunk, unaligned views (the per-element path) and in place.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_one_by_one_elementwise(dtype):
+    special = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-40, -3e-310, 1e30, -2.5, 1.0]
+    for batch in (1, 3, 1001, 65_539):
+        real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+        vals = torch.randn(batch, dtype=real, device="cuda")
+        vals[: min(batch, len(special))] = torch.tensor(special[:batch], dtype=real)
+        A = (vals if not dtype.is_complex else torch.complex(vals, vals.flip(0))).view(batch, 1, 1)
+        store = torch.empty(batch + 1, dtype=dtype, device="cuda")
+        for M in (A.contiguous(), store[1:].view(batch, 1, 1).copy_(A)):
+            X, xinfo = TL.batched_inverse_ex(M)
+            LU, piv, info = TL.lu_factor_ex(M)
+            zero = (M == 0).view(batch).int()
+            assert torch.equal(xinfo, zero) and torch.equal(info, zero)
+            assert torch.equal(piv, torch.ones(batch, 1, dtype=torch.int32, device="cuda"))
+            assert same_c(LU, M)
+            if dtype.is_complex:
+                ok = M.abs().isfinite() & (M != 0) & (M.abs() > 1e-30) & (M.abs() < 1e30)
+                torch.testing.assert_close(X[ok], torch.linalg.inv(M[ok.view(batch)]).view(-1))
+            else:
+                assert same(X, torch.reciprocal(M))
+            B = M.clone()
+            assert TL.inverse_(B) is B and same_c(B, X)
+            C = M.clone()
+            assert torch.equal(TL.lu_factor_(C), piv) and same_c(C, M)

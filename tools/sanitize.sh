@@ -53,8 +53,9 @@ for kv in knobs:
 # rows, float32 / float64 n = 17, 24, 32), one and eight warps,
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
 import torch_inplace.linalg as TL
-lu_cases = [(torch.float32, n) for n in (1, 3, 5, 9, 12, 16, 17, 24, 32)] + \
-           [(torch.float64, n) for n in (2, 7, 9, 16, 17, 32)] + [(torch.complex64, 11), (torch.complex128, 19)]
+lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 9, 12, 16, 17, 24, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 7, 9, 16, 17, 32)] + [(torch.complex64, 11), (torch.complex128, 19),
+                                                                    (torch.complex64, 1)]
 for dtype, n in lu_cases:
     A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
     ref = None
@@ -81,7 +82,8 @@ for dtype, n in lu_cases:
 # Persistent small-tile kernels: two blocks loop over every tile (many turns per warp, the next tile fetched during
 # the current one, a partial last tile), and unaligned data (no fetch); against one warp per tile.
 for dtype, n, rows in ((torch.float32, 2, 1), (torch.float32, 4, 1), (torch.float32, 7, 2), (torch.float32, 5, 4),
-                       (torch.float64, 3, 1), (torch.float64, 6, 1)):
+                       (torch.float64, 3, 1), (torch.float64, 6, 1), (torch.float32, 4, 4), (torch.float64, 2, 2),
+                       (torch.float32, 1, 1)):  # G = 1 (a lane per matrix); n = 1: the elementwise kernel
     store = torch.empty(1001 * n * n + 1, dtype=dtype, device="cuda")
     A = store[1:].view(1001, n, n)
     A.copy_(torch.randn(1001, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda"))

@@ -450,6 +450,25 @@ TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[
   }
 }
 
+// Chunk c of step k's pivot row as the other rows read it: from the group's broadcast row in shared memory or, with
+// one lane per matrix (G == 1), straight from the lane's own registers (the pivot slot's entries, the reciprocal
+// `rc` at index N, zeros after), with no shared-memory round trip and no warp sync. Same values either way.
+template <typename T, int N, int R>
+TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc) {
+  using Geo = Geometry<T, N, R>;
+  if constexpr (Geo::G == 1) {
+    Chunk<T> ch;
+#pragma unroll
+    for (int v = 0; v < Geo::kV; ++v) {
+      const int j = c * Geo::kV + v;
+      ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
+    }
+    return ch;
+  } else {
+    return reinterpret_cast<const Chunk<T>*>(row)[c];
+  }
+}
+
 // LAPACK's interchange at step k, tracked lazily: the pivot row takes position k, the row at k takes pr.
 template <int R>
 TI_DEVICE void swap_positions(const bool (&is_piv)[R], int (&pos)[R], int k, int pr) {
@@ -550,26 +569,31 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
         if (s * G + i == k) my_ipiv[s] = pr + 1;
       }
       T* row = bcast + (k & 1) * Geo::RowPad;  // double buffer: one sync per step
+      T rc = zero_of(T{});
       if (any_piv) {
+        rc = recip(pick_slot<T, N, R>(a, is_piv, k));
         // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
-        write_pivot_row<T, N, R>(row, a, is_piv, recip(pick_slot<T, N, R>(a, is_piv, k)), (k + 1) / Geo::kV);
+        if constexpr (G > 1) write_pivot_row<T, N, R>(row, a, is_piv, rc, (k + 1) / Geo::kV);
       }
 #pragma unroll
       for (int s = 0; s < R; ++s) pivoted[s] = pivoted[s] || is_piv[s];
       swap_positions<R>(is_piv, pos, k, pr);
-      warp_sync();
+      if constexpr (G > 1) {
+        warp_sync();
+        rc = row[N];
+      }
       if (!zero) {  // lazy swaps: rows already pivoted do nothing
         T l[R];
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!pivoted[s]) {
-            l[s] = mul(a[s][k], row[N]);
+            l[s] = mul(a[s][k], rc);
             a[s][k] = l[s];
           }
         }
 #pragma unroll
         for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
-          const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+          const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc);
 #pragma unroll
           for (int s = 0; s < R; ++s) {
             if (!pivoted[s]) {
@@ -631,10 +655,11 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
       if (zero && my_info == 0) my_info = k + 1;
       T* row = bcast + (k & 1) * Geo::RowPad;
+      T rc = zero_of(T{});
       if (any_piv) {
         // Slot k now holds column p_k of [A | I]'s right half; in the unscaled pivot row that entry is 1
         // (scaled by 1/pivot at the end, like the rest of the row).
-        const T rc = recip(pick_slot<T, N, R>(a, is_piv, k));
+        rc = recip(pick_slot<T, N, R>(a, is_piv, k));
         int slot = 0;
 #pragma unroll
         for (int s = 0; s < R; ++s) {
@@ -646,23 +671,26 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
             slot = s;
           }
         }
-        write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
+        if constexpr (G > 1) write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
         perm[k] = slot * G + i;
       }
       swap_positions<R>(is_piv, pos, k, pr);
-      warp_sync();
+      if constexpr (G > 1) {
+        warp_sync();
+        rc = row[N];
+      }
       // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
       T f[R];
 #pragma unroll
       for (int s = 0; s < R; ++s) {
         if (!is_piv[s]) {
-          f[s] = mul(a[s][k], row[N]);
+          f[s] = mul(a[s][k], rc);
           a[s][k] = zero_of(T{});
         }
       }
 #pragma unroll
       for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
-        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(row)[c];
+        const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc);
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
@@ -687,6 +715,58 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
     store_tile<T, N, N * S, R>(out + m0 * (N * N), sm.tile, valid, ln);
     if (g < nmat && i == 0) info[m0 + g] = my_info;
   });
+}
+
+// n = 1, elementwise (a lane per 16-byte chunk of the batch, kV matrices, grid-stride): the kernels above would spend
+// a warp turn on 32 matrices of 4 or 8 bytes. Kind 0 (LU): the factor is a itself, pivot 1; Kind 1 (inverse):
+// 1 * recip(a), the very operations of small_inverse_kernel at n = 1 (the pivot slot set to one, then scaled by the
+// pivot's reciprocal), so the results are the same bit for bit. info = 1 where the pivot is exactly zero: the
+// pivot key of pivot_search is below 64 exactly when abs1(a) == 0 (a NaN is no zero pivot).
+// Launch: any grid of whole warps; `out` may equal `in`; `ipiv` only for Kind 0.
+template <int K>
+struct alignas(4 * K) Int32s {
+  int32_t v[K];
+};
+
+template <typename T, int Kind>
+__global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, int32_t* ipiv, int32_t* info,
+                                                         int64_t batch) {
+  constexpr int kV = Geometry<T, 1>::kV;
+  using Ints = Int32s<kV>;
+  const auto one = [](T a, T& x, int32_t& f) {
+    f = abs1(a) == decltype(abs1(a))(0) ? 1 : 0;
+    x = Kind == 0 ? a : mul(one_of(T{}), recip(a));
+  };
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  // Vector accesses (a 16-byte chunk of matrices, their kV infos and pivots at once) where every pointer allows.
+  const uintptr_t ints = reinterpret_cast<uintptr_t>(info) | (Kind == 0 ? reinterpret_cast<uintptr_t>(ipiv) : 0u);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15u) == 0 &&
+                       (ints & (sizeof(Ints) - 1)) == 0;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t * kV < batch; t += stride) {
+    const int64_t e0 = t * kV;
+    if (aligned && e0 + kV <= batch) {
+      const Chunk<T> a = reinterpret_cast<const Chunk<T>*>(in)[t];
+      Chunk<T> x;
+      Ints f, p;
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        one(a.v[v], x.v[v], f.v[v]);
+        p.v[v] = 1;
+      }
+      reinterpret_cast<Chunk<T>*>(out)[t] = x;
+      reinterpret_cast<Ints*>(info)[t] = f;
+      if (Kind == 0) reinterpret_cast<Ints*>(ipiv)[t] = p;
+    } else {
+      for (int64_t e = e0; e < e0 + kV && e < batch; ++e) {
+        T x;
+        int32_t f;
+        one(in[e], x, f);
+        out[e] = x;
+        info[e] = f;
+        if (Kind == 0) ipiv[e] = 1;
+      }
+    }
+  }
 }
 
 // Split rows (real types, n past half a warp): the lanes of a warp form H column parts of G = kWarpSize / H lanes;
@@ -886,6 +966,11 @@ TI_LU_INSTANTIATE_ROWS(double, 9, 4)
 TI_LU_INSTANTIATE_ROWS(double, 24, 2)
 template __global__ void split_inverse_kernel<double, 32, 2>(const double*, double*, int32_t*, int64_t);
 template __global__ void split_inverse_kernel<float, 25, 2>(const float*, float*, int32_t*, int64_t);
+template __global__ void one_by_one_kernel<float, 1>(const float*, float*, int32_t*, int32_t*, int64_t);
+template __global__ void one_by_one_kernel<Cplx<double>, 0>(const Cplx<double>*, Cplx<double>*, int32_t*, int32_t*,
+                                                            int64_t);
+TI_LU_INSTANTIATE_ROWS(float, 4, 4)
+TI_LU_INSTANTIATE_ROWS(double, 2, 2)
 #undef TI_LU_INSTANTIATE_ROWS
 #undef TI_LU_INSTANTIATE_ALL
 #undef TI_LU_INSTANTIATE

@@ -67,10 +67,11 @@ static int clamp_warps(int warps) {
 }
 
 // Several rows per lane only for real types (the issue's targets; complex keeps one row per lane to bound build
-// time), with at least two lanes per matrix and the rows' registers within 512 bytes per lane.
+// time), with the rows' registers within 512 bytes per lane and fewer than half the slots padding: R < 2n. With
+// R >= n (n <= 4) one lane holds a whole matrix (G = 1): the pivot row stays in its registers.
 template <typename T, int N, int R>
 constexpr bool rows_supported() {
-  return R == 1 || (std::is_floating_point<T>::value && N > R && R * N * static_cast<int>(sizeof(T)) <= 512);
+  return R == 1 || (std::is_floating_point<T>::value && R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512);
 }
 
 // Persistent launches (lu_persistent in small_lu.cuh: small tiles): the grid is capped at the blocks the GPU holds
@@ -150,16 +151,32 @@ static void launch_inverse_rows(const T* in, T* out, int32_t* info, int64_t batc
   launch_small<T, N, R, 1>(kernels::lu::small_inverse_kernel<T, N, R>, batch, warps, stream, in, out, info);
 }
 
+// n = 1: the elementwise one_by_one_kernel (Kind 0: LU, 1: inverse), whatever the table says.
+template <typename T, int Kind>
+static void launch_one_by_one(const T* in, T* out, int32_t* ipiv, int32_t* info, int64_t batch, ti_stream_t stream) {
+  constexpr int kThreads = 256, kV = kernels::lu::Geometry<T, 1>::kV;
+  const int64_t chunks = (batch + kV - 1) / kV;
+  const int64_t blocks = (chunks + kThreads - 1) / kThreads;
+  kernels::lu::one_by_one_kernel<T, Kind>
+      <<<static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), kThreads, 0, stream>>>(in, out, ipiv, info,
+                                                                                               batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream) {
-  if constexpr (rows_supported<T, N, 4>()) {
-    if (rows == 4) return launch_lu_rows<T, N, 4>(in, lu, ipiv, info, batch, warps, stream);
+  if constexpr (N == 1) {
+    launch_one_by_one<T, 0>(in, lu, ipiv, info, batch, stream);
+  } else {
+    if constexpr (rows_supported<T, N, 4>()) {
+      if (rows == 4) return launch_lu_rows<T, N, 4>(in, lu, ipiv, info, batch, warps, stream);
+    }
+    if constexpr (rows_supported<T, N, 2>()) {
+      if (rows == 2) return launch_lu_rows<T, N, 2>(in, lu, ipiv, info, batch, warps, stream);
+    }
+    launch_lu_rows<T, N, 1>(in, lu, ipiv, info, batch, warps, stream);
   }
-  if constexpr (rows_supported<T, N, 2>()) {
-    if (rows == 2) return launch_lu_rows<T, N, 2>(in, lu, ipiv, info, batch, warps, stream);
-  }
-  launch_lu_rows<T, N, 1>(in, lu, ipiv, info, batch, warps, stream);
 }
 
 // split_inverse_kernel: one matrix per warp, up to 8 warps per block. Its shared memory may pass 48 KiB per block
@@ -188,16 +205,20 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
 
 template <typename T, int N>
 void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
-  if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
-    if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
+  if constexpr (N == 1) {
+    launch_one_by_one<T, 1>(in, out, nullptr, info, batch, stream);
+  } else {
+    if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
+      if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
+    }
+    if constexpr (rows_supported<T, N, 4>()) {
+      if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
+    }
+    if constexpr (rows_supported<T, N, 2>()) {
+      if (rows == 2) return launch_inverse_rows<T, N, 2>(in, out, info, batch, warps, stream);
+    }
+    launch_inverse_rows<T, N, 1>(in, out, info, batch, warps, stream);
   }
-  if constexpr (rows_supported<T, N, 4>()) {
-    if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
-  }
-  if constexpr (rows_supported<T, N, 2>()) {
-    if (rows == 2) return launch_inverse_rows<T, N, 2>(in, out, info, batch, warps, stream);
-  }
-  launch_inverse_rows<T, N, 1>(in, out, info, batch, warps, stream);
 }
 
 template <typename T, int N>
