@@ -145,6 +145,7 @@ void run_n(const Buffers& b, double gbps) {
   run_rows<T, N, 1>(b, gbps);
   run_rows<T, N, 2>(b, gbps);
   run_rows<T, N, 4>(b, gbps);
+  if constexpr (N == 3 || (N >= 5 && N <= 8)) run_rows<T, N, N>(b, gbps);  // lu::kLaneRows (n = 2, 4: rows 2, 4)
 }
 
 template <typename T, int... Ns>

@@ -198,6 +198,10 @@ def test_tuning_op_validates_and_resets():
     assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table
     assert op("inverse", torch.float64, 24, 8, -2) == 8  # split rows
     assert op("inverse", torch.float64, 24, 0, 0) == 0
+    assert op("lu", torch.float32, 6, 4, -3) == 4        # a lane per matrix
+    assert op("lu", torch.float32, 6, 0, 0) == 0
+    with pytest.raises(RuntimeError, match="_small_lu_tuning: expected rows .*-3 \\(a lane per matrix\\)"):
+        op("lu", torch.float32, 6, 1, -4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

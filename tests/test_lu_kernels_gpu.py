@@ -1,5 +1,5 @@
-"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; the inverse's split rows, -2; several warps
-per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
+"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; a lane per matrix, -3; the inverse's split
+rows, -2; several warps per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
 lane holds which row (or which part of a row), never the arithmetic of an entry, so its results must equal the
 one-row-per-lane kernel's bit for bit."""
 import pytest
@@ -12,7 +12,9 @@ pytestmark = [pytest.mark.gpu, needs_cuda]
 
 KINDS = ("lu", "inverse")
 SPLIT = -2  # split_inverse_kernel: rows split into two column parts (inverse only; n > 16, real types)
-CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4), (1, SPLIT), (3, SPLIT), (8, SPLIT)]
+LANE = -3   # a lane per matrix (every row in one lane; real types, n <= 8)
+CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4), (1, SPLIT), (3, SPLIT), (8, SPLIT), (1, LANE),
+           (8, LANE)]
 
 
 def tol(dtype, n):
@@ -76,7 +78,7 @@ def test_nan_inf_every_variant():
         A = well_conditioned((40,), n, torch.float64, "cuda", seed=n)
         A[0, 0, 0] = float("nan")
         A[1, n - 1, n - 1] = float("inf")
-        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4, SPLIT)]
+        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4, SPLIT, LANE)]
         for o in outs[1:]:
             for a, b in zip(outs[0], o):
                 assert same(a, b)
@@ -95,7 +97,7 @@ def test_persistent_turns_match_one_turn_per_warp(dtype, n, monkeypatch):
     keys = ("TORCH_INPLACE_LU_PERSIST", "TORCH_INPLACE_LU_PREFETCH", "TORCH_INPLACE_LU_GRID_CAP")
     modes = [{}, {"TORCH_INPLACE_LU_PERSIST": "0"}, {"TORCH_INPLACE_LU_PREFETCH": "0"},
              {"TORCH_INPLACE_LU_GRID_CAP": "3"}]
-    for rows in (1, 2, 4):
+    for rows in (1, 2, 4, LANE):
         outs = []
         for env in modes:
             for key in keys:

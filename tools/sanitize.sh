@@ -59,7 +59,8 @@ lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 9, 12, 16, 17, 24, 32)] + \
 for dtype, n in lu_cases:
     A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
     ref = None
-    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4), (1, -2), (8, -2)):  # -2: split rows
+    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3), (8, -3)):
+        # -2: split rows, -3: a lane per matrix
         for kind in ("lu", "inverse"):
             torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == -2) else rows)
         LU, piv = TL.lu_factor(A)
@@ -83,7 +84,8 @@ for dtype, n in lu_cases:
 # the current one, a partial last tile), and unaligned data (no fetch); against one warp per tile.
 for dtype, n, rows in ((torch.float32, 2, 1), (torch.float32, 4, 1), (torch.float32, 7, 2), (torch.float32, 5, 4),
                        (torch.float64, 3, 1), (torch.float64, 6, 1), (torch.float32, 4, 4), (torch.float64, 2, 2),
-                       (torch.float32, 1, 1)):  # G = 1 (a lane per matrix); n = 1: the elementwise kernel
+                       (torch.float32, 1, 1), (torch.float32, 6, -3), (torch.float64, 8, -3)):
+    # G = 1 (a lane per matrix: rows >= n, or -3); n = 1: the elementwise kernel
     store = torch.empty(1001 * n * n + 1, dtype=dtype, device="cuda")
     A = store[1:].view(1001, n, n)
     A.copy_(torch.randn(1001, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda"))

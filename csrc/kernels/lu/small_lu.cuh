@@ -209,7 +209,7 @@ TI_DEVICE WarpMatrices warp_matrices(int64_t batch, int groups) {
 template <typename T, int N, int R = 1>
 struct Geometry {
   static_assert(N >= 1 && N <= 32, "small LU kernels cover 1 <= n <= 32");
-  static_assert(R == 1 || R == 2 || R == 4, "1, 2 or 4 rows per lane");
+  static_assert(R == 1 || R == 2 || R == 4 || R == N, "1, 2 or 4 rows per lane, or the whole matrix");
   static constexpr int G = next_pow2((N + R - 1) / R); // lanes per matrix
   static constexpr int kGroups = kWarpSize / G;        // matrices per warp
   static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
@@ -219,9 +219,13 @@ struct Geometry {
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
   static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
-  static constexpr int kTileBytes = round_up(kGroups * N * S * static_cast<int>(sizeof(T)), 16);
-  static constexpr int kBcastBytes = kGroups * kBcastStride * static_cast<int>(sizeof(T));
-  static constexpr int kPermBytes = round_up(kGroups * N * 4, 16);
+  // Elements between the tile's matrices: N * S, made odd with one lane per matrix (G == 1), where lane g reads
+  // matrix g's rows (an even stride put lanes on shared banks: n = 4, 8 up to 8-way).
+  static constexpr int GS = (G == 1 && (N * S) % 2 == 0) ? N * S + 1 : N * S;
+  static constexpr int kTileBytes = round_up(kGroups * GS * static_cast<int>(sizeof(T)), 16);
+  // With G == 1 the pivot row and the column permutation stay in the lane's registers: no broadcast rows, no perm.
+  static constexpr int kBcastBytes = G == 1 ? 0 : kGroups * kBcastStride * static_cast<int>(sizeof(T));
+  static constexpr int kPermBytes = G == 1 ? 0 : round_up(kGroups * N * 4, 16);
   static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
 };
 
@@ -362,9 +366,9 @@ struct TilePrefetch {
       full = true;
     }
   }
-  // Into the padded tile (row stride Geometry's S, matrices N * S apart), as load_tile's chunked path.
+  // Into the padded tile (row stride Geometry's S, matrices GS apart), as load_tile's chunked path.
   TI_DEVICE void put(T* tile, int lane) const {
-    if constexpr (kEnabled) put_chunks<T, N, Geo::S, N * Geo::S, kChunks>(tile, v, lane);
+    if constexpr (kEnabled) put_chunks<T, N, Geo::S, Geo::GS, kChunks>(tile, v, lane);
   }
 };
 
@@ -405,7 +409,7 @@ TI_DEVICE void load_rows(const T* tile, int g, int i, T (&a)[R][N], bool (&pivot
   for (int s = 0; s < R; ++s) {
     const int r = s * Geo::G + i;
 #pragma unroll
-    for (int j = 0; j < N; ++j) a[s][j] = r < N ? tile[(g * N + r) * Geo::S + j] : zero_of(T{});
+    for (int j = 0; j < N; ++j) a[s][j] = r < N ? tile[g * Geo::GS + r * Geo::S + j] : zero_of(T{});
     pivoted[s] = r >= N;
     pos[s] = r;
   }
@@ -506,7 +510,7 @@ TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>
     if (turn.t >= turn.tiles) return;
     const int64_t m0 = turn.t * Geo::kGroups;
     const int nmat = TileTurn::count(turn.t, batch, Geo::kGroups);
-    load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, nmat * N * N, lane);
+    load_tile<T, N, Geo::GS, R>(in + m0 * (N * N), sm.tile, nmat * N * N, lane);
     warp_sync();
     tile_fn(m0, nmat, lane);
   } else {
@@ -523,7 +527,7 @@ TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>
       if (next.full) {
         next.put(sm.tile, ln);
       } else {
-        load_tile<T, N, N * S, R>(in + m0 * (N * N), sm.tile, nmat * N * N, ln);
+        load_tile<T, N, Geo::GS, R>(in + m0 * (N * N), sm.tile, nmat * N * N, ln);
       }
       warp_sync();
       if (prefetch && turn.t + turn.stride < turn.tiles) {
@@ -612,11 +616,11 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
     for (int s = 0; s < R; ++s) {
       if (s * G + i < N) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) sm.tile[(g * N + pos[s]) * S + j] = a[s][j];
+        for (int j = 0; j < N; ++j) sm.tile[g * Geo::GS + pos[s] * S + j] = a[s][j];
       }
     }
     warp_sync();
-    store_tile<T, N, N * S, R>(lu + m0 * (N * N), sm.tile, valid, ln);
+    store_tile<T, N, Geo::GS, R>(lu + m0 * (N * N), sm.tile, valid, ln);
     if (g < nmat) {
 #pragma unroll
       for (int s = 0; s < R; ++s) {
@@ -649,6 +653,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
     int my_info = 0;
     T* bcast = sm.bcast + g * Geo::kBcastStride;
     int* perm = sm.perm + g * N;
+    int own_perm[G == 1 ? N : 1] = {};  // G == 1: the column permutation in registers
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       bool zero, is_piv[R], any_piv;
@@ -671,8 +676,12 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
             slot = s;
           }
         }
-        if constexpr (G > 1) write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
-        perm[k] = slot * G + i;
+        if constexpr (G > 1) {
+          write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
+          perm[k] = slot * G + i;
+        } else {
+          own_perm[k] = slot;
+        }
       }
       swap_positions<R>(is_piv, pos, k, pr);
       if constexpr (G > 1) {
@@ -708,11 +717,19 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
     for (int s = 0; s < R; ++s) {
       if (s * G + i < N) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) sm.tile[(g * N + my_step[s]) * S + perm[j]] = mul(a[s][j], my_recip[s]);
+        for (int j = 0; j < N; ++j) {
+          int pj;
+          if constexpr (G == 1) {
+            pj = own_perm[j];
+          } else {
+            pj = perm[j];
+          }
+          sm.tile[g * Geo::GS + my_step[s] * S + pj] = mul(a[s][j], my_recip[s]);
+        }
       }
     }
     warp_sync();
-    store_tile<T, N, N * S, R>(out + m0 * (N * N), sm.tile, valid, ln);
+    store_tile<T, N, Geo::GS, R>(out + m0 * (N * N), sm.tile, valid, ln);
     if (g < nmat && i == 0) info[m0 + g] = my_info;
   });
 }
@@ -971,6 +988,8 @@ template __global__ void one_by_one_kernel<Cplx<double>, 0>(const Cplx<double>*,
                                                             int64_t);
 TI_LU_INSTANTIATE_ROWS(float, 4, 4)
 TI_LU_INSTANTIATE_ROWS(double, 2, 2)
+TI_LU_INSTANTIATE_ROWS(float, 6, 6)
+TI_LU_INSTANTIATE_ROWS(double, 8, 8)
 #undef TI_LU_INSTANTIATE_ROWS
 #undef TI_LU_INSTANTIATE_ALL
 #undef TI_LU_INSTANTIATE

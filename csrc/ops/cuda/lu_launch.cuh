@@ -16,8 +16,9 @@ namespace torch_inplace {
 namespace lu_cuda {
 
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
-// `rows`: rows per lane (1, 2 or 4) or, for the inverse, lu::kSplitRows (-2, ops/lu_common.h: rows split into two
-// column parts); a code the (T, n) has no kernel for falls back to 1 (rows_supported, SplitGeometry::kSupported).
+// `rows`: rows per lane (1, 2 or 4), lu::kLaneRows (-3, ops/lu_common.h: a lane per matrix) or, for the inverse,
+// lu::kSplitRows (-2: rows split into two column parts); a code the (T, n) has no kernel for falls back to 1
+// (rows_supported, lane_supported, SplitGeometry::kSupported).
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream);
@@ -72,6 +73,11 @@ static int clamp_warps(int warps) {
 template <typename T, int N, int R>
 constexpr bool rows_supported() {
   return R == 1 || (std::is_floating_point<T>::value && R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512);
+}
+// lu::kLaneRows: every row of a matrix in one lane (R = n, G = 1) for real types with 2 <= n <= 8.
+template <typename T, int N>
+constexpr bool lane_supported() {
+  return std::is_floating_point<T>::value && N >= 2 && N <= 8;
 }
 
 // Persistent launches (lu_persistent in small_lu.cuh: small tiles): the grid is capped at the blocks the GPU holds
@@ -169,6 +175,9 @@ void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, 
   if constexpr (N == 1) {
     launch_one_by_one<T, 0>(in, lu, ipiv, info, batch, stream);
   } else {
+    if constexpr (lane_supported<T, N>()) {
+      if (rows == lu::kLaneRows) return launch_lu_rows<T, N, N>(in, lu, ipiv, info, batch, warps, stream);
+    }
     if constexpr (rows_supported<T, N, 4>()) {
       if (rows == 4) return launch_lu_rows<T, N, 4>(in, lu, ipiv, info, batch, warps, stream);
     }
@@ -210,6 +219,9 @@ void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps
   } else {
     if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
       if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
+    }
+    if constexpr (lane_supported<T, N>()) {
+      if (rows == lu::kLaneRows) return launch_inverse_rows<T, N, N>(in, out, info, batch, warps, stream);
     }
     if constexpr (rows_supported<T, N, 4>()) {
       if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
