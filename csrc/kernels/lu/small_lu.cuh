@@ -734,17 +734,18 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
   });
 }
 
+// K int32 values moved as one vector access (the infos and pivots of a chunk of 1 x 1 matrices).
+template <int K>
+struct alignas(4 * K) Int32s {
+  int32_t v[K];
+};
+
 // n = 1, elementwise (a lane per 16-byte chunk of the batch, kV matrices, grid-stride): the kernels above would spend
 // a warp turn on 32 matrices of 4 or 8 bytes. Kind 0 (LU): the factor is a itself, pivot 1; Kind 1 (inverse):
 // 1 * recip(a), the very operations of small_inverse_kernel at n = 1 (the pivot slot set to one, then scaled by the
 // pivot's reciprocal), so the results are the same bit for bit. info = 1 where the pivot is exactly zero: the
 // pivot key of pivot_search is below 64 exactly when abs1(a) == 0 (a NaN is no zero pivot).
 // Launch: any grid of whole warps; `out` may equal `in`; `ipiv` only for Kind 0.
-template <int K>
-struct alignas(4 * K) Int32s {
-  int32_t v[K];
-};
-
 template <typename T, int Kind>
 __global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, int32_t* ipiv, int32_t* info,
                                                          int64_t batch) {
