@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
 
 import torch
@@ -24,6 +23,7 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import torch_inplace.linalg as TL  # noqa: E402
+from bench_linalg import bench  # noqa: E402  (this script's folder is on sys.path)
 
 DTYPES = [("float32", torch.float32), ("float64", torch.float64), ("complex64", torch.complex64),
           ("complex128", torch.complex128)]
@@ -46,25 +46,11 @@ def rows_supported(dname, n, r, kind):
     return r == 1 or (size is not None and r < 2 * n and r * n * size <= 512)
 
 
-# GPU cycles of a sleep kernel queued ahead of each timed call (~0.1 ms on an H100/H200): the events then bracket the
-# GPU's work alone, not the host's cost of issuing the call (which is the same for every configuration and, at the
-# smallest n, longer than the kernel).
-QUEUE_CYCLES = 200_000
-
-
 def time_ms(fn, reps):
-    fn()
-    fn()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(QUEUE_CYCLES)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
+    """Median ms of fn(), queued behind a sleep kernel (bench_linalg.bench): the events bracket the GPU's work alone,
+    not the host's cost of issuing the call (the same for every configuration and, at the smallest n, longer than
+    the kernel)."""
+    return bench(fn, reps, queued=True)
 
 
 def read_header(path):
