@@ -18,7 +18,7 @@ CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4), (1, SPLIT), (
 
 
 def tol(dtype, n):
-    return (2e-4 * n) if dtype == torch.float32 else 1e-11 * n
+    return (2e-4 * n) if dtype in (torch.float32, torch.complex64) else 1e-11 * n
 
 
 def run_with(dtype, n, warps, rows, A):
@@ -161,3 +161,48 @@ def test_one_by_one_elementwise(dtype):
             assert TL.inverse_(B) is B and same_c(B, X)
             C = M.clone()
             assert torch.equal(TL.lu_factor_(C), piv) and same_c(C, M)
+
+
+# The unit tile (float32 / float64 / complex64, even n <= 16, several lanes per matrix: Geometry::kUnitTile) stages a
+# warp's matrices as 16-byte chunks where its tile is whole and 16-byte aligned, element by element otherwise (the
+# grid's last, partial tile; unaligned views), and reads rows in units. Every rows variant, aligned or not, must give
+# the bits of the aligned one-row kernel, and LAPACK's pivots and residuals.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.parametrize("n", [2, 4, 6, 8, 10, 12, 14, 16])
+def test_unit_tile_staging(dtype, n):
+    batch = 4099
+    A = well_conditioned((batch,), n, dtype, "cuda", seed=300 + n)
+    A[2] = 0
+    store = torch.empty(batch * n * n + 1, dtype=dtype, device="cuda")
+    Au = store[1:].view(batch, n, n).copy_(A)
+    assert Au.data_ptr() % 16 != 0
+    rows_variants = (1, 2, 4) if not dtype.is_complex else (1,)
+    outs = [run_with_c(dtype, n, warps, rows, M) for rows in rows_variants for warps in (1, 8) for M in (A, Au)]
+    for o in outs[1:]:
+        for name, a, b in zip(("LU", "pivots", "info", "inverse", "inverse info"), outs[0], o):
+            assert same_c(a, b), f"{name} differs"
+    LU, piv, info, X, xinfo = outs[0]
+    LU_ref, piv_ref, info_ref = torch.linalg.lu_factor_ex(A.cpu())
+    assert torch.equal(info.cpu(), info_ref) and torch.equal(xinfo.cpu(), info_ref) and int(info_ref[2]) == 1
+    ok = (info_ref == 0).cuda()
+    eye = torch.eye(n, dtype=dtype, device="cuda")
+    torch.testing.assert_close(A[ok] @ X[ok], eye.expand(int(ok.sum()), n, n), rtol=0, atol=tol(dtype, n) * 20)
+    P, L, U = torch.lu_unpack(LU[ok], piv[ok])
+    torch.testing.assert_close(P @ L @ U, A[ok], rtol=tol(dtype, n), atol=tol(dtype, n) * A.abs().amax())
+
+
+def run_with_c(dtype, n, warps, rows, A):
+    """run_with for complex tensors too (bitwise comparisons of their real and imaginary parts)."""
+    for kind in KINDS:
+        torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, rows)
+    try:
+        LU, piv, info = TL.lu_factor_ex(A)
+        X, xinfo = TL.batched_inverse_ex(A)
+        B = A.clone()
+        TL.inverse_(B)
+        torch.cuda.synchronize()
+    finally:
+        for kind in KINDS:
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+    assert same_c(B, X)
+    return LU, piv, info, X, xinfo

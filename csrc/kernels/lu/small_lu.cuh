@@ -6,7 +6,8 @@
 // Warps never wait for each other: there is no block barrier, only warp-level syncs.
 //
 // Per warp: the warp's matrices (contiguous in memory) are loaded with coalesced loads into a shared tile
-// (row stride padded to an odd number of elements so that row-per-lane reads are free of bank conflicts),
+// (row stride an odd number of elements or, for even n, of vector units, so that row-per-lane reads are free of
+// bank conflicts; Geometry),
 // moved into registers, factorized, written back to the tile at their final places and stored coalesced.
 // Each matrix is read once and written once; in == out is allowed (a warp reads all its data before it writes).
 //
@@ -189,6 +190,37 @@ constexpr int bcast_stride_chunks(int chunks, int groups) {
   return bcast_conflict_free(chunks, groups) ? chunks : bcast_stride_chunks(chunks + 1, groups);
 }
 
+// The largest power of two that divides n, at most `cap` (a power of two).
+constexpr int pow2_divisor(int n, int cap) { return (n % 2 == 0 && cap > 1) ? 2 * pow2_divisor(n / 2, cap / 2) : 1; }
+
+// Worst bank conflict of load_rows' unit reads in a unit tile (Geometry::kUnitTile): lane (g, i) = (lane / G,
+// lane % G) reads unit g * gsu + i * su of the tile (plus an offset common to all lanes) when i < n. A wavefront
+// serves 128 bytes, so lanes go `phase` = 128 / unit bytes at a time and a unit's bank group is its index mod phase.
+constexpr int unit_read_conflicts(int gsu, int su, int n, int G, int groups, int phase) {
+  int worst = 0;
+  for (int p0 = 0; p0 < kWarpSize; p0 += phase) {
+    int count[32] = {};
+    for (int lane = p0; lane < p0 + phase && lane < kWarpSize; ++lane) {
+      if (lane / G < groups && lane % G < n) ++count[(lane / G * gsu + lane % G * su) % phase];
+    }
+    for (int b = 0; b < phase; ++b) worst = count[b] > worst ? count[b] : worst;
+  }
+  return worst;
+}
+// Units between a unit tile's matrices: at least n * su, a multiple of `step` (whole 16-byte chunks), the fewest
+// conflicts of unit_read_conflicts (the smallest such stride).
+constexpr int unit_tile_stride(int n, int su, int G, int groups, int phase, int step) {
+  int best = n * su, fewest = unit_read_conflicts(n * su, su, n, G, groups, phase);
+  for (int gsu = n * su + step; gsu < n * su + phase * step; gsu += step) {
+    const int c = unit_read_conflicts(gsu, su, n, G, groups, phase);
+    if (c < fewest) {
+      fewest = c;
+      best = gsu;
+    }
+  }
+  return best;
+}
+
 // Compile-time geometry of one warp's work for matrices of n x n elements of type T, R rows per lane (lane i
 // of a group holds rows i, i + G, ..., i + (R - 1) G).
 // The matrices of one warp: `groups` consecutive ones from m0, every warp of every block in turn; nmat of them
@@ -219,9 +251,29 @@ struct Geometry {
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
   static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
-  // Elements between the tile's matrices: N * S, made odd with one lane per matrix (G == 1), where lane g reads
-  // matrix g's rows (an even stride put lanes on shared banks: n = 4, 8 up to 8-way).
-  static constexpr int GS = (G == 1 && (N * S) % 2 == 0) ? N * S + 1 : N * S;
+  // Unit tile (n <= 16, G > 1; float, double, complex<float>): a row is Nu units of U elements, U the largest power
+  // of two dividing n (at most a 16-byte chunk) where that leaves an odd unit count (TS = n), else half a chunk with
+  // rows padded by one unit to an odd count (TS = n + U: float n = 8, 16). A row per lane then reads whole units
+  // free of bank conflicts, and the rows of a group keep distinct banks in the inverse's column scatter. Matrices
+  // lie GS apart in whole chunks, padded against the conflicts of groups that share a wavefront
+  // (unit_tile_stride). The staging moves one 16-byte chunk per global access and one unit per shared access
+  // (UnitStaging), load_rows reads units and the LU writes its rows back in units, where the element tile (S odd)
+  // moves single elements. H200, small_lu_harness.cu, best configurations: 1.00-1.19x where n / U is odd (float
+  // n = 10, 12, 14; double n = 6, 10, 14), float n = 8 1.03-1.07x, n = 16 inverse 1.02x but LU 0.97x; rows of whole
+  // chunks padded to an odd count (float 8 / 16 at 12 / 20, double n = 4..16 at n + 2) ran up to 14% slower than
+  // the element tile, so double and complex<float> with 4 | n keep it.
+  static constexpr int kUFull = pow2_divisor(N, kV);
+  static constexpr int U = kUFull > 1 && (N / kUFull) % 2 == 0 ? kUFull / 2 : kUFull;
+  static constexpr int Nu = N / U;
+  static constexpr bool kUnitTile = N <= 16 && G > 1 && U > 1 && sizeof(T) * kV == 16;
+  // The tile's row stride: S (element tile) or the unit tile's.
+  static constexpr int TS = !kUnitTile ? S : (Nu % 2 ? N : N + U);
+  static constexpr int RC = N / kV;  // 16-byte chunks per row where rows are padded (N % kV == 0 there)
+  // Elements between the tile's matrices. Element tile: N * S, made odd with one lane per matrix (G == 1), where
+  // lane g reads matrix g's rows (an even stride put lanes on shared banks: n = 4, 8 up to 8-way).
+  static constexpr int GS =
+      kUnitTile ? U * unit_tile_stride(N, TS / U, G, kGroups, 128 / (U * static_cast<int>(sizeof(T))), kV / U)
+                : ((G == 1 && (N * S) % 2 == 0) ? N * S + 1 : N * S);
   static constexpr int kTileBytes = round_up(kGroups * GS * static_cast<int>(sizeof(T)), 16);
   // With G == 1 the pivot row and the column permutation stay in the lane's registers: no broadcast rows, no perm.
   static constexpr int kBcastBytes = G == 1 ? 0 : kGroups * kBcastStride * static_cast<int>(sizeof(T));
@@ -247,6 +299,12 @@ struct WarpSmem {
 template <typename T>
 struct alignas(16) Chunk {
   T v[Geometry<T, 1>::kV];
+};
+
+// K elements moved as one vector access (a unit of a unit tile's row).
+template <typename T, int K>
+struct alignas(K * sizeof(T)) Units {
+  T v[K];
 };
 
 // Element e of the warp's contiguous matrices (matrix m, row r, column c) sits at tile[m * GS + r * S + c]: rows
@@ -344,6 +402,128 @@ TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   }
 }
 
+// Unit tile (Geometry::kUnitTile): the element offset in the tile of chunk q of the warp's contiguous matrices
+// (a chunk never straddles a matrix, nor a row where rows are padded).
+template <typename Geo, int N>
+TI_DEVICE int unit_tile_chunk(int q) {
+  constexpr int kV = Geo::kV, kMatrixChunks = N * N / kV;
+  const int m = q / kMatrixChunks, rem = q - m * kMatrixChunks;
+  if constexpr (Geo::TS == N) {
+    return m * Geo::GS + rem * kV;
+  } else {
+    const int r = rem / Geo::RC;
+    return m * Geo::GS + r * Geo::TS + (rem - r * Geo::RC) * kV;
+  }
+}
+// Element e of the warp's matrices in a unit tile (partial or unaligned tiles).
+template <typename Geo, int N>
+TI_DEVICE int unit_tile_index(int e) {
+  const int m = e / (N * N), rem = e - m * (N * N), r = rem / N;
+  return m * Geo::GS + r * Geo::TS + (rem - r * N);
+}
+
+// Staging of a unit tile: pass `it` of the warp moves kWarpSize consecutive 16-byte chunks, chunk it * kWarpSize +
+// lane in each lane: one vector access per chunk in global memory, one per unit (kV / U per chunk) in the tile.
+template <typename T, int N, int R>
+struct UnitStaging {
+  using Geo = Geometry<T, N, R>;
+  using Unit = Units<T, Geo::U>;
+  static constexpr int kChunks = Geo::kElems / Geo::kV;
+  static constexpr int kIters = chunk_iters(kChunks);
+  static constexpr int kPer = Geo::kV / Geo::U;  // units per chunk
+
+  TI_DEVICE static bool aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+  TI_DEVICE static void fetch(const T* src, Chunk<T> (&v)[kIters], int lane) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
+    }
+  }
+  TI_DEVICE static void put(T* tile, const Chunk<T> (&v)[kIters], int lane) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = it * kWarpSize + lane;
+      if (kChunks % kWarpSize == 0 || c < kChunks) {
+        Unit* dst = reinterpret_cast<Unit*>(tile + unit_tile_chunk<Geo, N>(c));
+#pragma unroll
+        for (int h = 0; h < kPer; ++h) {
+          Unit u;
+#pragma unroll
+          for (int e = 0; e < Geo::U; ++e) u.v[e] = v[it].v[h * Geo::U + e];
+          dst[h] = u;
+        }
+      }
+    }
+  }
+  // load_tile / store_tile for a unit tile: chunks where the tile is whole and the data 16-byte aligned, else
+  // single elements.
+  TI_DEVICE static void load(const T* src, T* tile, int valid, int lane) {
+    if (valid == Geo::kElems && aligned(src)) {
+      Chunk<T> v[kIters];
+      fetch(src, v, lane);
+      put(tile, v, lane);
+      return;
+    }
+    T v[Geo::kLoadIters];
+#pragma unroll
+    for (int it = 0; it < Geo::kLoadIters; ++it) {
+      const int e = it * kWarpSize + lane;
+      if (e < valid) v[it] = src[e];
+    }
+#pragma unroll
+    for (int it = 0; it < Geo::kLoadIters; ++it) {
+      const int e = it * kWarpSize + lane;
+      if (e < valid) tile[unit_tile_index<Geo, N>(e)] = v[it];
+    }
+  }
+  TI_DEVICE static void store(T* dst, const T* tile, int valid, int lane) {
+    if (valid == Geo::kElems && aligned(dst)) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int c = it * kWarpSize + lane;
+        if (kChunks % kWarpSize == 0 || c < kChunks) {
+          const Unit* src = reinterpret_cast<const Unit*>(tile + unit_tile_chunk<Geo, N>(c));
+          Chunk<T> ch;
+#pragma unroll
+          for (int h = 0; h < kPer; ++h) {
+            const Unit u = src[h];
+#pragma unroll
+            for (int e = 0; e < Geo::U; ++e) ch.v[h * Geo::U + e] = u.v[e];
+          }
+          reinterpret_cast<Chunk<T>*>(dst)[c] = ch;
+        }
+      }
+      return;
+    }
+#pragma unroll
+    for (int it = 0; it < Geo::kLoadIters; ++it) {
+      const int e = it * kWarpSize + lane;
+      if (e < valid) dst[e] = tile[unit_tile_index<Geo, N>(e)];
+    }
+  }
+};
+
+// The warp's matrices into its tile and back, in the tile's layout (unit or element tile).
+template <typename T, int N, int R>
+TI_DEVICE void stage_in(const T* src, T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N, R>;
+  if constexpr (Geo::kUnitTile) {
+    UnitStaging<T, N, R>::load(src, tile, valid, lane);
+  } else {
+    load_tile<T, N, Geo::GS, R>(src, tile, valid, lane);
+  }
+}
+template <typename T, int N, int R>
+TI_DEVICE void stage_out(T* dst, const T* tile, int valid, int lane) {
+  using Geo = Geometry<T, N, R>;
+  if constexpr (Geo::kUnitTile) {
+    UnitStaging<T, N, R>::store(dst, tile, valid, lane);
+  } else {
+    store_tile<T, N, Geo::GS, R>(dst, tile, valid, lane);
+  }
+}
+
 // The next tile of a warp, fetched into registers while the warp works on the current one (persistent launch):
 // a whole, 16-byte aligned tile of at most kMaxChunks 16-byte chunks per lane (80 bytes of registers); otherwise
 // `full` stays false and the tile is loaded when its turn comes (load_tile).
@@ -362,13 +542,21 @@ struct TilePrefetch {
     full = false;
     if constexpr (kEnabled) {
       if (valid != kElems || (reinterpret_cast<uintptr_t>(src) & 15u) != 0) return;
-      fetch_chunks<T, kChunks>(src, v, lane);
+      if constexpr (Geo::kUnitTile) {
+        UnitStaging<T, N, R>::fetch(src, v, lane);
+      } else {
+        fetch_chunks<T, kChunks>(src, v, lane);
+      }
       full = true;
     }
   }
-  // Into the padded tile (row stride Geometry's S, matrices GS apart), as load_tile's chunked path.
+  // Into the tile, as stage_in's chunked path.
   TI_DEVICE void put(T* tile, int lane) const {
-    if constexpr (kEnabled) put_chunks<T, N, Geo::S, Geo::GS, kChunks>(tile, v, lane);
+    if constexpr (kEnabled && Geo::kUnitTile) {
+      UnitStaging<T, N, R>::put(tile, v, lane);
+    } else if constexpr (kEnabled) {
+      put_chunks<T, N, Geo::S, Geo::GS, kChunks>(tile, v, lane);
+    }
   }
 };
 
@@ -402,14 +590,26 @@ TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
 
 // Rows i, i + G, ... of matrix g of the tile into registers; padding rows (>= n) are zero, count as already
 // pivoted (never chosen) and hold no position.
+// (Unit tile: a padding row reads row n - 1, one unit at a time, and then takes zeros.)
 template <typename T, int N, int R>
 TI_DEVICE void load_rows(const T* tile, int g, int i, T (&a)[R][N], bool (&pivoted)[R], int (&pos)[R]) {
   using Geo = Geometry<T, N, R>;
 #pragma unroll
   for (int s = 0; s < R; ++s) {
     const int r = s * Geo::G + i;
+    if constexpr (Geo::kUnitTile) {
+      const T* src = tile + g * Geo::GS + (r < N ? r : N - 1) * Geo::TS;
+      const Units<T, Geo::U>* row = reinterpret_cast<const Units<T, Geo::U>*>(src);
 #pragma unroll
-    for (int j = 0; j < N; ++j) a[s][j] = r < N ? tile[g * Geo::GS + r * Geo::S + j] : zero_of(T{});
+      for (int c = 0; c < Geo::Nu; ++c) {
+        const Units<T, Geo::U> u = row[c];
+#pragma unroll
+        for (int v = 0; v < Geo::U; ++v) a[s][c * Geo::U + v] = r < N ? u.v[v] : zero_of(T{});
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) a[s][j] = r < N ? tile[g * Geo::GS + r * Geo::S + j] : zero_of(T{});
+    }
     pivoted[s] = r >= N;
     pos[s] = r;
   }
@@ -504,13 +704,12 @@ template <typename T, int N, int R, typename TileFn>
 TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>& sm, int lane, bool prefetch,
                              TileFn&& tile_fn) {
   using Geo = Geometry<T, N, R>;
-  constexpr int S = Geo::S;
   TileTurn turn(batch, Geo::kGroups);
   if constexpr (!lu_persistent<T, N, R>()) {
     if (turn.t >= turn.tiles) return;
     const int64_t m0 = turn.t * Geo::kGroups;
     const int nmat = TileTurn::count(turn.t, batch, Geo::kGroups);
-    load_tile<T, N, Geo::GS, R>(in + m0 * (N * N), sm.tile, nmat * N * N, lane);
+    stage_in<T, N, R>(in + m0 * (N * N), sm.tile, nmat * N * N, lane);
     warp_sync();
     tile_fn(m0, nmat, lane);
   } else {
@@ -527,7 +726,7 @@ TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>
       if (next.full) {
         next.put(sm.tile, ln);
       } else {
-        load_tile<T, N, Geo::GS, R>(in + m0 * (N * N), sm.tile, nmat * N * N, ln);
+        stage_in<T, N, R>(in + m0 * (N * N), sm.tile, nmat * N * N, ln);
       }
       warp_sync();
       if (prefetch && turn.t + turn.stride < turn.tiles) {
@@ -549,7 +748,7 @@ template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
                                                        int64_t batch, bool prefetch) {
   using Geo = Geometry<T, N, R>;
-  constexpr int G = Geo::G, S = Geo::S;
+  constexpr int G = Geo::G, TS = Geo::TS;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -615,12 +814,23 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
 #pragma unroll
     for (int s = 0; s < R; ++s) {
       if (s * G + i < N) {
+        T* dst = sm.tile + g * Geo::GS + pos[s] * TS;
+        if constexpr (Geo::kUnitTile) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) sm.tile[g * Geo::GS + pos[s] * S + j] = a[s][j];
+          for (int c = 0; c < Geo::Nu; ++c) {
+            Units<T, Geo::U> u;
+#pragma unroll
+            for (int v = 0; v < Geo::U; ++v) u.v[v] = a[s][c * Geo::U + v];
+            reinterpret_cast<Units<T, Geo::U>*>(dst)[c] = u;
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < N; ++j) dst[j] = a[s][j];
+        }
       }
     }
     warp_sync();
-    store_tile<T, N, Geo::GS, R>(lu + m0 * (N * N), sm.tile, valid, ln);
+    stage_out<T, N, R>(lu + m0 * (N * N), sm.tile, valid, ln);
     if (g < nmat) {
 #pragma unroll
       for (int s = 0; s < R; ++s) {
@@ -636,7 +846,7 @@ template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch,
                                                             bool prefetch) {
   using Geo = Geometry<T, N, R>;
-  constexpr int G = Geo::G, S = Geo::S;
+  constexpr int G = Geo::G, TS = Geo::TS;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -724,12 +934,12 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
           } else {
             pj = perm[j];
           }
-          sm.tile[g * Geo::GS + my_step[s] * S + pj] = mul(a[s][j], my_recip[s]);
+          sm.tile[g * Geo::GS + my_step[s] * TS + pj] = mul(a[s][j], my_recip[s]);
         }
       }
     }
     warp_sync();
-    store_tile<T, N, Geo::GS, R>(out + m0 * (N * N), sm.tile, valid, ln);
+    stage_out<T, N, R>(out + m0 * (N * N), sm.tile, valid, ln);
     if (g < nmat && i == 0) info[m0 + g] = my_info;
   });
 }
