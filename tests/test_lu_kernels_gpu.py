@@ -163,10 +163,11 @@ def test_one_by_one_elementwise(dtype):
             assert torch.equal(TL.lu_factor_(C), piv) and same_c(C, M)
 
 
-# The unit tile (float32 / float64 / complex64, even n <= 16, several lanes per matrix: Geometry::kUnitTile) stages a
-# warp's matrices as 16-byte chunks where its tile is whole and 16-byte aligned, element by element otherwise (the
-# grid's last, partial tile; unaligned views), and reads rows in units. Every rows variant, aligned or not, must give
-# the bits of the aligned one-row kernel, and LAPACK's pivots and residuals.
+# The unit tile (float32 / float64 / complex64, even n <= 16 but where Geometry::kUnitTile says otherwise, several
+# lanes per matrix) stages a warp's matrices as 16-byte chunks where its tile is whole and 16-byte aligned, element by
+# element otherwise (the grid's last, partial tile; unaligned views), and reads rows in units; the other even n here
+# run the element tile through the same checks. Every rows variant, aligned or not, must give the bits of the aligned
+# one-row kernel, and LAPACK's pivots and residuals.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
 @pytest.mark.parametrize("n", [2, 4, 6, 8, 10, 12, 14, 16])
 def test_unit_tile_staging(dtype, n):

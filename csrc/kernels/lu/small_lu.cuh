@@ -252,20 +252,21 @@ struct Geometry {
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
   static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
   // Unit tile (n <= 16, G > 1; float, double, complex<float>): a row is Nu units of U elements, U the largest power
-  // of two dividing n (at most a 16-byte chunk) where that leaves an odd unit count (TS = n), else half a chunk with
-  // rows padded by one unit to an odd count (TS = n + U: float n = 8, 16). A row per lane then reads whole units
+  // of two dividing n (at most a 16-byte chunk) where that leaves an odd unit count (TS = n), else, for float n = 8,
+  // half a chunk with rows padded by one unit to an odd count (TS = 10). A row per lane then reads whole units
   // free of bank conflicts, and the rows of a group keep distinct banks in the inverse's column scatter. Matrices
   // lie GS apart in whole chunks, padded against the conflicts of groups that share a wavefront
   // (unit_tile_stride). The staging moves one 16-byte chunk per global access and one unit per shared access
   // (UnitStaging), load_rows reads units and the LU writes its rows back in units, where the element tile (S odd)
-  // moves single elements. H200, small_lu_harness.cu, best configurations: 1.00-1.19x where n / U is odd (float
-  // n = 10, 12, 14; double n = 6, 10, 14), float n = 8 1.03-1.07x, n = 16 inverse 1.02x but LU 0.97x; rows of whole
-  // chunks padded to an odd count (float 8 / 16 at 12 / 20, double n = 4..16 at n + 2) ran up to 14% slower than
-  // the element tile, so double and complex<float> with 4 | n keep it.
+  // moves single elements. H200, bench_linalg.py against the element tile on one machine (queued, row-permuted
+  // input): float inverse n = 8 / 10 / 12 / 14 1.05 / 1.02 / 1.06 / 1.03x, LU 1.02-1.19x; double n = 10 / 14
+  // 1.04-1.13x. Float n = 16 with rows padded to 18 ran 0.96x (inverse) and 0.98x (LU), rows of whole chunks padded
+  // to an odd count up to 14% slower (small_lu_harness.cu): those keep the element tile, as do double and
+  // complex<float> with 4 | n.
   static constexpr int kUFull = pow2_divisor(N, kV);
   static constexpr int U = kUFull > 1 && (N / kUFull) % 2 == 0 ? kUFull / 2 : kUFull;
   static constexpr int Nu = N / U;
-  static constexpr bool kUnitTile = N <= 16 && G > 1 && U > 1 && sizeof(T) * kV == 16;
+  static constexpr bool kUnitTile = N <= 16 && G > 1 && U > 1 && sizeof(T) * kV == 16 && (Nu % 2 == 1 || N <= 8);
   // The tile's row stride: S (element tile) or the unit tile's.
   static constexpr int TS = !kUnitTile ? S : (Nu % 2 ? N : N + U);
   static constexpr int RC = N / kV;  // 16-byte chunks per row where rows are padded (N % kV == 0 there)
