@@ -416,15 +416,8 @@ TI_DEVICE int unit_tile_chunk(int q) {
     return m * Geo::GS + r * Geo::TS + (rem - r * Geo::RC) * kV;
   }
 }
-// Element e of the warp's matrices in a unit tile (partial or unaligned tiles).
-template <typename Geo, int N>
-TI_DEVICE int unit_tile_index(int e) {
-  const int m = e / (N * N), rem = e - m * (N * N), r = rem / N;
-  return m * Geo::GS + r * Geo::TS + (rem - r * N);
-}
-
-// Staging of a unit tile: pass `it` of the warp moves kWarpSize consecutive 16-byte chunks, chunk it * kWarpSize +
-// lane in each lane: one vector access per chunk in global memory, one per unit (kV / U per chunk) in the tile.
+// Staging of a unit tile: the chunks of fetch_chunks (one vector access per chunk in global memory) go to the tile
+// one unit (kV / U per chunk) per shared access.
 template <typename T, int N, int R>
 struct UnitStaging {
   using Geo = Geometry<T, N, R>;
@@ -434,13 +427,6 @@ struct UnitStaging {
   static constexpr int kPer = Geo::kV / Geo::U;  // units per chunk
 
   TI_DEVICE static bool aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-  TI_DEVICE static void fetch(const T* src, Chunk<T> (&v)[kIters], int lane) {
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int c = it * kWarpSize + lane;
-      if (kChunks % kWarpSize == 0 || c < kChunks) v[it] = reinterpret_cast<const Chunk<T>*>(src)[c];
-    }
-  }
   TI_DEVICE static void put(T* tile, const Chunk<T> (&v)[kIters], int lane) {
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -458,25 +444,15 @@ struct UnitStaging {
     }
   }
   // load_tile / store_tile for a unit tile: chunks where the tile is whole and the data 16-byte aligned, else
-  // single elements.
+  // load_tile / store_tile's element path (tile_index with the unit tile's strides).
   TI_DEVICE static void load(const T* src, T* tile, int valid, int lane) {
     if (valid == Geo::kElems && aligned(src)) {
       Chunk<T> v[kIters];
-      fetch(src, v, lane);
+      fetch_chunks<T, kChunks>(src, v, lane);
       put(tile, v, lane);
       return;
     }
-    T v[Geo::kLoadIters];
-#pragma unroll
-    for (int it = 0; it < Geo::kLoadIters; ++it) {
-      const int e = it * kWarpSize + lane;
-      if (e < valid) v[it] = src[e];
-    }
-#pragma unroll
-    for (int it = 0; it < Geo::kLoadIters; ++it) {
-      const int e = it * kWarpSize + lane;
-      if (e < valid) tile[unit_tile_index<Geo, N>(e)] = v[it];
-    }
+    load_tile<T, N, Geo::GS, R, Geo::kGroups, Geo::TS>(src, tile, valid, lane);
   }
   TI_DEVICE static void store(T* dst, const T* tile, int valid, int lane) {
     if (valid == Geo::kElems && aligned(dst)) {
@@ -497,11 +473,7 @@ struct UnitStaging {
       }
       return;
     }
-#pragma unroll
-    for (int it = 0; it < Geo::kLoadIters; ++it) {
-      const int e = it * kWarpSize + lane;
-      if (e < valid) dst[e] = tile[unit_tile_index<Geo, N>(e)];
-    }
+    store_tile<T, N, Geo::GS, R, Geo::kGroups, Geo::TS>(dst, tile, valid, lane);
   }
 };
 
@@ -543,11 +515,7 @@ struct TilePrefetch {
     full = false;
     if constexpr (kEnabled) {
       if (valid != kElems || (reinterpret_cast<uintptr_t>(src) & 15u) != 0) return;
-      if constexpr (Geo::kUnitTile) {
-        UnitStaging<T, N, R>::fetch(src, v, lane);
-      } else {
-        fetch_chunks<T, kChunks>(src, v, lane);
-      }
+      fetch_chunks<T, kChunks>(src, v, lane);
       full = true;
     }
   }
