@@ -202,6 +202,11 @@ def run(args):
             if "cupy_inv_ms" in r:
                 r["cupy_inv_GFLOPs"] = f_inv / (r["cupy_inv_ms"] * 1e6)
             r["speedup_lu_vs_torch"] = r["torch_lu_ms"] / r["ours_lu_ms"]
+            # The most any kernel that reads and writes each matrix once could show against torch: torch's time
+            # over the copy roofline of those bytes (benchmarks/ceilings.py explains and tabulates them).
+            t_min = nbytes / (bw * 1e6)
+            r["inv_ceiling_vs_torch"] = r["torch_inv_ms"] / t_min
+            r["lu_ceiling_vs_torch"] = r["torch_lu_ms"] / t_min
             if "ours_fb_ms" in r:
                 r["speedup_fb_vs_torch"] = r["torch_fb_ms"] / r["ours_fb_ms"]
             r["ok"] = r["inv_ok"] and r["lu_ok"] and r.get("fb_ok", True)
@@ -246,6 +251,11 @@ def summarize(rows):
         print(f"## {d}: " + "; ".join(s) + (f"; roofline n<=16 min {100 * min(small):.0f}% (queued "
                                            f"{100 * min(small_q):.0f}%)" if small else "")
               + f"; all ok: {all(r['ok'] for r in rs)}")
+        for key, goal, what in (("lu_ceiling_vs_torch", 5.0, "lu_factor"), ("inv_ceiling_vs_torch", 10.0, "inverse")):
+            beyond = [r["n"] for r in rs if r.get(key, math.inf) < goal]
+            if beyond:
+                print(f"   {d}: {what} >= {goal:g}x torch is out of reach of any kernel at n = {beyond} (torch's "
+                      f"time over the copy roofline is below {goal:g}x there)")
 
 
 def plot(rows, dev, bw, prefix):
