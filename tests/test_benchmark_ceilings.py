@@ -41,7 +41,8 @@ def test_ranges():
 
 def test_skinny_breakdown_splits_by_direction_and_size():
     def row(shape, direction, ratio):
-        return {"shape": shape, "esize": 4, "direction": direction, "ratio": ratio, "queued_ratio": ratio / 2}
+        return {"shape": shape, "esize": 4, "direction": direction, "ratio": ratio, "queued_ratio": ratio / 2,
+                "ms": 0.02, "baseline_ms": 0.02 * ratio, "queued_ms": 0.01, "queued_baseline_ms": 0.005 * ratio}
     data = {"rows": {"skinny_fp32": [row([1000, 8], "aos_to_soa", 1.0), row([10 ** 7, 8], "aos_to_soa", 2.0),
                                      row([8, 10 ** 7], "soa_to_aos", 0.5)],
                      "general_fp32": [row([1000, 1000], "transpose", 0.8)]}}
@@ -52,6 +53,7 @@ def test_skinny_breakdown_splits_by_direction_and_size():
     assert s["groups"]["aos_to_soa small"]["median"] == 1.0
     assert s["groups"]["aos_to_soa large"]["median"] == 2.0
     assert s["groups"]["soa_to_aos large"]["median_queued"] == 0.25
+    assert s["groups"]["aos_to_soa large"]["base_us"] == pytest.approx(40.0)
 
 
 def test_committed_results_report(tmp_path):

@@ -28,11 +28,14 @@ namespace torch_inplace {
 namespace kernels {
 
 constexpr int kOnChipThreads = 1024;
-// Elements in flight per thread: 64 bytes for 4- to 16-byte elements (the register budget of 64 per thread at
-// 1024 threads), 16 elements for narrower ones.
+// Elements in flight per thread and pass of a phase's loop, for every element size. H200, GPU time of one call
+// (benchmarks/onchip_harness.cu, which sweeps it): 4 against the 16 (1-4 bytes) or 64 / size (8, 16 bytes) of
+// before is 1.2-1.4x faster on tensors of 16-64 KB per block (4-byte (22391, 23): 9.25 -> 7.04 us; 8-byte
+// (55522, 5): 7.36 -> 6.69 us), 1.1-1.2x at 112-200 KB per block, within 2% at the smallest and largest 1-, 2-byte
+// cases. The kernel is short-lived: the fewer unrolled slots, the shorter the code each phase runs through once.
 template <typename T>
 constexpr int onchip_unroll() {
-  return sizeof(T) <= 4 ? 16 : static_cast<int>(64 / sizeof(T));
+  return 4;
 }
 
 // Geometry of an on-chip transposition (built on the host by the launcher from the plan).
@@ -69,7 +72,8 @@ TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint
   t += dt;
 }
 
-template <typename T>
+// U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu).
+template <typename T, int U = onchip_unroll<T>()>
 __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ data, OnChipGeo geo) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
@@ -95,7 +99,6 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
   const uint32_t tile_smem = geo.tr * geo.s;
   const uint32_t total = count * tile_elems;
   const uint32_t step = blockDim.x;
-  constexpr int U = onchip_unroll<T>();
   const uint32_t stride = U * step;
 
   // Phase 1: tiles -> shared memory, walking (tile, i, j) in the source's order.
