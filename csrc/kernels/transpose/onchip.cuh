@@ -30,9 +30,9 @@ namespace kernels {
 constexpr int kOnChipThreads = 1024;
 // Elements in flight per thread and pass of a phase's loop, for every element size. H200, GPU time of one call
 // (benchmarks/onchip_harness.cu, which sweeps it): 4 against the 16 (1-4 bytes) or 64 / size (8, 16 bytes) of
-// before is 1.2-1.4x faster on tensors of 16-64 KB per block (4-byte (22391, 23): 9.25 -> 7.04 us; 8-byte
-// (55522, 5): 7.36 -> 6.69 us), 1.1-1.2x at 112-200 KB per block, within 2% at the smallest and largest 1-, 2-byte
-// cases. The kernel is short-lived: the fewer unrolled slots, the shorter the code each phase runs through once.
+// before is 1.2-1.4x faster on tensors of 16-64 KB per block (4-byte (22391, 23): 9.15 -> 7.01 us; 8-byte
+// (55522, 5): 7.33 -> 6.69 us), 1.1-1.2x at 71-200 KB per block, within 2% at the smallest and largest 1-, 2-byte
+// cases. The blocks run each phase's loop once or a few times: shorter unrolled code wins over more loads in flight.
 template <typename T>
 constexpr int onchip_unroll() {
   return 4;
