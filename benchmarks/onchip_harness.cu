@@ -3,10 +3,10 @@
 // onchip_unroll()), next to floors measured in the same process: an empty kernel of the same grid, an empty
 // cooperative kernel with one grid barrier, and (4-byte elements) an out-of-place 32 x 32-tile transpose of the
 // same bytes. Each call is queued behind a sleep kernel (GPU time alone), median of 41. Standalone (no PyTorch);
-// every variant's result is checked against a host transpose. The geometry is plan_onchip's (gpu_plan.cpp).
+// every variant's result is checked against a host transpose. The geometry is the library planner's.
 //
-//   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/onchip_harness.cu -o /tmp/onchip
-//   /tmp/onchip
+//   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/onchip_harness.cu \
+//        csrc/plan/gpu_plan.cpp csrc/plan/transpose_plan.cpp -o /tmp/onchip && /tmp/onchip
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "kernels/transpose/onchip.cuh"
+#include "plan/transpose_plan.h"
 
 using namespace torch_inplace::kernels;
+namespace plan = torch_inplace::plan;
 
 #define CK(x)                                                                                  \
   do {                                                                                         \
@@ -52,47 +54,27 @@ __global__ void oop_transpose(const uint32_t* __restrict__ in, uint32_t* __restr
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t balanced(int64_t len, int64_t most) { return cdiv(len, cdiv(len, std::max<int64_t>(1, most))); }
 
 struct Plan {
   OnChipGeo geo;
-  int grid;
-  int smem;
+  int grid = 0;
+  int smem = 0;
 };
 
-// plan_onchip (csrc/plan/gpu_plan.cpp) for one m x n matrix of `es`-byte elements on `sms` SMs.
-static Plan make_plan(int64_t m, int64_t n, int64_t es, int sms) {
-  const int64_t side = es == 1 ? 128 : es <= 4 ? 64 : 32, elems = side * side;
-  int64_t tr, tc;
-  if (n < side && m > side) {
-    tc = n;
-    tr = balanced(m, std::max(side, elems / n));
-  } else if (m < side && n > side) {
-    tr = m;
-    tc = balanced(n, std::max(side, elems / m));
-  } else {
-    tr = balanced(m, side);
-    tc = balanced(n, side);
-  }
-  int64_t s = tc;
-  if (es >= 8) {
-    s |= 1;
-  } else {
-    while ((s * es) % 4 != 0 || ((s * es) / 4) % 2 == 0) ++s;
-  }
-  const int64_t tj = cdiv(n, tc), ti = cdiv(m, tr), tiles = ti * tj, per_block = cdiv(tiles, sms);
+// The planner's on-chip plan (plan_onchip, csrc/plan/gpu_plan.cpp) for one m x n matrix of `es`-byte elements;
+// grid 0 where the tensor does not fit on chip.
+static Plan make_plan(int64_t m, int64_t n, int64_t es, const plan::DeviceCaps& caps) {
+  plan::Problem pr;
+  pr.rows = m;
+  pr.cols = n;
+  pr.esize = es;
   Plan p;
-  p.geo.m = static_cast<uint32_t>(m);
-  p.geo.n = static_cast<uint32_t>(n);
-  p.geo.tr = static_cast<uint32_t>(tr);
-  p.geo.tc = static_cast<uint32_t>(tc);
-  p.geo.s = static_cast<uint32_t>(s);
-  p.geo.tiles = static_cast<uint32_t>(tiles);
-  p.geo.per_block = static_cast<uint32_t>(per_block);
-  p.geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
-  p.geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
-  p.grid = static_cast<int>(cdiv(tiles, per_block));
-  p.smem = static_cast<int>((per_block * 16 + 63) / 64 * 64 + per_block * tr * s * es);
+  const std::vector<plan::Plan> c = plan::gpu_candidates(pr, caps, plan::Algo::OnChip);
+  if (c.empty() || c[0].algo != plan::Algo::OnChip) return p;
+  const auto& g = c[0].gpu;
+  p.geo = onchip_geo(1, m, n, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block);
+  p.grid = static_cast<int>(g.oc_grid);
+  p.smem = static_cast<int>(g.oc_smem);
   return p;
 }
 
@@ -130,7 +112,7 @@ static void onchip(const Plan& p, T* d) {
 }
 
 template <typename T>
-static void run(const char* tname, int sms, int smem_optin) {
+static void run(const char* tname, const plan::DeviceCaps& caps, int smem_optin) {
   const int64_t shapes[][2] = {{55522, 5},   {47658, 12}, {22391, 23}, {17686, 26}, {132945, 13},
                                {305097, 11}, {5, 55522},  {23, 22391}, {1000, 1000}, {3000, 2000}};
   const int64_t es = sizeof(T);
@@ -139,8 +121,8 @@ static void run(const char* tname, int sms, int smem_optin) {
   CK(cudaFuncSetAttribute(onchip_transpose_kernel<T, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
   for (const auto& sh : shapes) {
     const int64_t m = sh[0], n = sh[1], numel = m * n;
-    const Plan p = make_plan(m, n, es, sms);
-    if (p.smem > smem_optin - 1024) continue;  // not on chip (the planner's budget)
+    const Plan p = make_plan(m, n, es, caps);
+    if (p.grid == 0) continue;  // not on chip
     std::vector<unsigned char> h(numel * es), ref(numel * es), got(numel * es);
     for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<unsigned char>((i * 2654435761u) >> 7);
     for (int64_t i = 0; i < m; ++i)
@@ -189,10 +171,18 @@ int main() {
   std::printf("device %s, %d SMs; library U = %d (onchip_unroll)\n", prop.name, prop.multiProcessorCount,
               onchip_unroll<uint32_t>());
   const int optin = static_cast<int>(prop.sharedMemPerBlockOptin);
-  run<uint8_t>("u8", prop.multiProcessorCount, optin);
-  run<uint16_t>("u16", prop.multiProcessorCount, optin);
-  run<uint32_t>("u32", prop.multiProcessorCount, optin);
-  run<uint64_t>("u64", prop.multiProcessorCount, optin);
-  run<Bytes16>("b16", prop.multiProcessorCount, optin);
+  plan::DeviceCaps caps;  // what the library's query_caps reads
+  caps.backend = plan::Backend::CUDA;
+  caps.num_sms = prop.multiProcessorCount;
+  caps.smem_per_block = optin;
+  caps.warp_size = prop.warpSize;
+  caps.l2_bytes = prop.l2CacheSize;
+  caps.cc_major = prop.major;
+  caps.max_cluster = prop.major >= 9 ? 16 : 1;
+  run<uint8_t>("u8", caps, optin);
+  run<uint16_t>("u16", caps, optin);
+  run<uint32_t>("u32", caps, optin);
+  run<uint64_t>("u64", caps, optin);
+  run<Bytes16>("b16", caps, optin);
   return 0;
 }

@@ -47,6 +47,23 @@ struct OnChipGeo {
   DivMod<uint32_t> tiles_j, tiles_i; // tiles per row of tiles, per matrix (tiles_i = tiles_j * row tiles)
 };
 
+// The geometry of `batch` m x n matrices cut into tr x tc tiles staged with row stride s, per_block tiles a block
+// (the plan's oc_* fields).
+inline OnChipGeo onchip_geo(int64_t batch, int64_t m, int64_t n, int64_t tr, int64_t tc, int64_t s, int64_t per_block) {
+  OnChipGeo geo;
+  geo.m = static_cast<uint32_t>(m);
+  geo.n = static_cast<uint32_t>(n);
+  geo.tr = static_cast<uint32_t>(tr);
+  geo.tc = static_cast<uint32_t>(tc);
+  geo.s = static_cast<uint32_t>(s);
+  const int64_t tj = (n + tc - 1) / tc, ti = (m + tr - 1) / tr;
+  geo.tiles = static_cast<uint32_t>(batch * ti * tj);
+  geo.per_block = static_cast<uint32_t>(per_block);
+  geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
+  geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
+  return geo;
+}
+
 struct OnChipTile {
   uint32_t src, dst, rows, cols;     // element offsets of the tile's corner, in the source and the result
 };

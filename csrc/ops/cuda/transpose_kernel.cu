@@ -466,17 +466,7 @@ struct Engine {
   // ---- on chip: one cooperative kernel (kernels/transpose/onchip.cuh) ------------------------------------------
   cudaError_t onchip() {
     const auto& g = pl.steps;
-    OnChipGeo geo;
-    geo.m = static_cast<uint32_t>(pl.rows);
-    geo.n = static_cast<uint32_t>(pl.cols);
-    geo.tr = static_cast<uint32_t>(g.oc_tr);
-    geo.tc = static_cast<uint32_t>(g.oc_tc);
-    geo.s = static_cast<uint32_t>(g.oc_s);
-    const int64_t tj = (pl.cols + g.oc_tc - 1) / g.oc_tc, ti = (pl.rows + g.oc_tr - 1) / g.oc_tr;
-    geo.tiles = static_cast<uint32_t>(batch * ti * tj);
-    geo.per_block = static_cast<uint32_t>(g.oc_per_block);
-    geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
-    geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
+    const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block);
     return launch_cooperative(onchip_transpose_kernel<T>, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
   }
 
