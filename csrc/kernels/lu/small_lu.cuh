@@ -1131,6 +1131,199 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
   if (lane == 0) info[m] = my_info;
 }
 
+// Grid of blocks (inverse, n past half a warp): the lanes of a warp form a PR x PC grid (PC = kWarpSize / PR);
+// lane (rg, cg) = (lane / PC, lane % PC) holds the RB x CB block of rows [rg RB, rg RB + RB) and columns
+// [cg CB, cg CB + CB) (RB = ceil(n / PR), CB = ceil(n / PC)), one matrix per warp. At step k the lanes that hold
+// column k put it in shared memory, the PC lanes of the pivot row put their parts of that row, and each lane reads
+// back only the RB multipliers and CB pivot-row entries its block needs: RB + CB values per step instead of the n
+// of one row per lane (n = 24 float64, PR = 8: 9 instead of 25), which is what bounds the one-row kernel (its
+// broadcast reads keep the shared-memory pipe busy; history_split_rows_experiment.log). The pivot search runs over
+// the PR lanes of column k (one warp-wide reduction). Every entry goes through the same operations as in
+// small_inverse_kernel, so the results are the same bit for bit.
+// 16-byte chunks (of kV elements) that hold `elems` elements, made odd.
+constexpr int odd_chunks(int elems, int kV) { return (round_up(elems, kV) / kV) | 1; }
+
+template <typename T, int N, int PR>
+struct GridGeometry {
+  static_assert(PR >= 2 && PR < kWarpSize && kWarpSize % PR == 0, "a grid of PR x kWarpSize / PR lanes");
+  static constexpr int PC = kWarpSize / PR;
+  static constexpr int RB = (N + PR - 1) / PR;   // rows per lane
+  static constexpr int CB = (N + PC - 1) / PC;   // columns per lane
+  static constexpr int S = Geometry<T, N>::S;    // the tile's odd row stride
+  static constexpr int kV = Geometry<T, N>::kV;
+  // A lane's part of the broadcast column (row), in whole 16-byte chunks, parts an odd count of chunks apart so that
+  // the PR (PC) distinct parts a read touches fall on distinct bank quads.
+  static constexpr int ColSeg = odd_chunks(RB, kV) * kV;
+  static constexpr int RowSeg = odd_chunks(CB, kV) * kV;
+  static constexpr int ColOff = 0, RowOff = PR * ColSeg, RcpOff = RowOff + PC * RowSeg;
+  static constexpr int StepPad = RcpOff + kV;    // column, row, the pivot's reciprocal in a chunk of its own
+  static constexpr int kTileBytes = round_up(N * S * static_cast<int>(sizeof(T)), 16);
+  static constexpr int kBcastBytes = 2 * StepPad * static_cast<int>(sizeof(T));
+  static constexpr int kPermBytes = round_up(N * 4, 16);
+  static constexpr int kWarpSmemBytes = kTileBytes + kBcastBytes + kPermBytes;
+  // Every lane holds part of some row and column, and the block's registers stay within 256 bytes.
+  static constexpr bool kSupported = N > PR && N > PC && RB * CB * static_cast<int>(sizeof(T)) <= 256;
+};
+
+// Inverse on a grid of blocks (see GridGeometry); same semantics and arguments as small_inverse_kernel. Launch:
+// blockDim.x = warps * kWarpSize, ceil(batch / warps) blocks, warps * GridGeometry::kWarpSmemBytes of shared
+// memory; warp w of the grid inverts matrix w.
+template <typename T, int N, int PR>
+__global__ void __launch_bounds__(256) grid_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch) {
+  using GG = GridGeometry<T, N, PR>;
+  constexpr int PC = GG::PC, RB = GG::RB, CB = GG::CB, S = GG::S, kV = GG::kV;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const WarpSmem<T, N, 1, GG> sm(smem_raw + warp * GG::kWarpSmemBytes);
+  const int64_t m = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp;
+  if (m >= batch) return;  // warp-uniform: a working warp has every lane for the reductions
+  load_tile<T, N, N * S, 1, 1>(in + m * (N * N), sm.tile, N * N, lane);
+  warp_sync();
+  const int rg = lane / PC, cg = lane % PC;
+  T a[RB][CB];
+  bool pivoted[RB];
+  int pos[RB], my_step[RB] = {};
+  T my_recip[RB];
+#pragma unroll
+  for (int s = 0; s < RB; ++s) {
+    const int r = rg * RB + s;
+#pragma unroll
+    for (int jj = 0; jj < CB; ++jj) {
+      const int c = cg * CB + jj;
+      a[s][jj] = (r < N && c < N) ? sm.tile[r * S + c] : zero_of(T{});
+    }
+    pivoted[s] = r >= N;
+    pos[s] = r;
+    my_recip[s] = one_of(T{});
+  }
+  int my_info = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int kc = k / CB, kk = k - kc * CB;  // column k: entry kk of the lanes with cg == kc
+    const bool owner = cg == kc;
+    decltype(abs1(T{})) mag[RB];
+    bool cand[RB];
+#pragma unroll
+    for (int s = 0; s < RB; ++s) {
+      mag[s] = abs1(a[s][kk]);
+      cand[s] = owner && !pivoted[s];
+    }
+    bool zero;
+    const int pr = pivot_search<kWarpSize, RB>(mag, cand, pos, zero);
+    if (zero && my_info == 0) my_info = k + 1;
+    bool is_piv[RB], any_piv = false;
+#pragma unroll
+    for (int s = 0; s < RB; ++s) {
+      is_piv[s] = !pivoted[s] && pos[s] == pr;
+      any_piv = any_piv || is_piv[s];
+    }
+    T* buf = sm.bcast + (k & 1) * GG::StepPad;  // double buffer: one sync per step
+    if (owner) {
+      // Column k of the lane's rows: the multipliers' numerators.
+#pragma unroll
+      for (int c = 0; c < GG::ColSeg / kV; ++c) {
+        if (c * kV < RB) {
+          Chunk<T> ch;
+#pragma unroll
+          for (int v = 0; v < kV; ++v) {
+            const int s = c * kV + v;
+            ch.v[v] = s < RB ? a[s < RB ? s : 0][kk] : zero_of(T{});
+          }
+          reinterpret_cast<Chunk<T>*>(buf + GG::ColOff + rg * GG::ColSeg)[c] = ch;
+        }
+      }
+    }
+    if (any_piv) {
+      int slot = 0;
+#pragma unroll
+      for (int s = 0; s < RB; ++s) {
+        if (is_piv[s]) {
+          pivoted[s] = true;
+          my_step[s] = k;
+          slot = s;
+        }
+      }
+      if (owner) {
+        // As small_inverse_kernel: slot k now holds column p_k of [A | I]'s right half, 1 in the unscaled row.
+        const T rc = recip(pick_slot<T, CB, RB>(a, is_piv, kk));
+#pragma unroll
+        for (int s = 0; s < RB; ++s) {
+          if (is_piv[s]) a[s][kk] = one_of(T{});
+        }
+        buf[GG::RcpOff] = rc;
+        sm.perm[k] = rg * RB + slot;
+      }
+      T* seg = buf + GG::RowOff + cg * GG::RowSeg;
+#pragma unroll
+      for (int s = 0; s < RB; ++s) {
+        if (is_piv[s]) {
+#pragma unroll
+          for (int c = 0; c < GG::RowSeg / kV; ++c) {
+            if (c * kV < CB) {
+              Chunk<T> ch;
+#pragma unroll
+              for (int v = 0; v < kV; ++v) {
+                const int jj = c * kV + v;
+                ch.v[v] = jj < CB ? a[s][jj < CB ? jj : 0] : zero_of(T{});
+              }
+              reinterpret_cast<Chunk<T>*>(seg)[c] = ch;
+            }
+          }
+        }
+      }
+    }
+    swap_positions<RB>(is_piv, pos, k, pr);
+    warp_sync();
+    const T rc = buf[GG::RcpOff];
+    T x[RB], pw[CB];
+#pragma unroll
+    for (int c = 0; c < GG::ColSeg / kV; ++c) {
+      if (c * kV < RB) {
+        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(buf + GG::ColOff + rg * GG::ColSeg)[c];
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          if (c * kV + v < RB) x[c * kV + v] = ch.v[v];
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < GG::RowSeg / kV; ++c) {
+      if (c * kV < CB) {
+        const Chunk<T> ch = reinterpret_cast<const Chunk<T>*>(buf + GG::RowOff + cg * GG::RowSeg)[c];
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          if (c * kV + v < CB) pw[c * kV + v] = ch.v[v];
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < RB; ++s) {
+      if (is_piv[s]) {
+        my_recip[s] = rc;
+      } else {
+        const T f = mul(x[s], rc);
+        if (owner) a[s][kk] = zero_of(T{});
+#pragma unroll
+        for (int jj = 0; jj < CB; ++jj) a[s][jj] = fnms(a[s][jj], f, pw[jj]);
+      }
+    }
+  }
+  // Row pivoted at step k is row k of the inverse; its entry c holds column perm[c] (column interchanges).
+#pragma unroll
+  for (int s = 0; s < RB; ++s) {
+    if (rg * RB + s < N) {
+#pragma unroll
+      for (int jj = 0; jj < CB; ++jj) {
+        const int c = cg * CB + jj;
+        if (c < N) sm.tile[my_step[s] * S + sm.perm[c]] = mul(a[s][jj], my_recip[s]);
+      }
+    }
+  }
+  warp_sync();
+  store_tile<T, N, N * S, 1, 1>(out + m * (N * N), sm.tile, N * N, lane);
+  if (lane == 0) info[m] = my_info;
+}
+
 
 }  // namespace lu
 }  // namespace kernels
