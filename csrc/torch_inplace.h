@@ -20,7 +20,8 @@ at::Tensor& soa_to_aos_(at::Tensor& self);
 // A tensor whose storage carries the slack the GPU planner may use for padded transposes.
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
 
-// Small batched LU and inverse (n <= 32 on the GPU fast path), torch.linalg semantics.
+// Small batched LU and inverse (n <= 32 in registers, 32 < n <= 64 in shared memory on the GPU; larger n through
+// torch.linalg), torch.linalg semantics.
 std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool check_errors = false);
 at::Tensor lu_factor_(at::Tensor& A);

@@ -200,6 +200,8 @@ def test_tuning_op_validates_and_resets():
     assert op("inverse", torch.float64, 24, 0, 0) == 0
     assert op("lu", torch.float32, 6, 4, -3) == 4        # a lane per matrix
     assert op("lu", torch.float32, 6, 0, 0) == 0
+    assert op("lu", torch.float64, 12, 1, -5) == 1       # the shared-memory kernel of n > 32
+    assert op("lu", torch.float64, 12, 0, 0) == 0
     with pytest.raises(RuntimeError, match="_small_lu_tuning: expected rows .*-3 \\(a lane per matrix\\)"):
         op("lu", torch.float32, 6, 1, -4)
 

@@ -1,7 +1,8 @@
 """Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; a lane per matrix, -3; the inverse's split
 rows, -2; several warps per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
 lane holds which row (or which part of a row), never the arithmetic of an entry, so its results must equal the
-one-row-per-lane kernel's bit for bit."""
+one-row-per-lane kernel's bit for bit. The shared-memory kernels of n > 32 (-5, medium_lu.cuh; forced at n <= 32)
+order their arithmetic differently and are checked against LAPACK: pivots, info, P L U = A and A X = I."""
 import pytest
 import torch
 
@@ -41,6 +42,8 @@ def run_with(dtype, n, warps, rows, A):
 
 def same(a, b):
     """Bitwise equal, NaN and inf included (singular matrices invert to inf / NaN)."""
+    if a.is_complex() and b.is_complex():
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
     if not a.is_floating_point():
         return torch.equal(a, b)
     masks_equal = torch.equal(a.isnan(), b.isnan()) and torch.equal(a.isinf(), b.isinf())
@@ -71,6 +74,73 @@ def test_variants_match_lapack_and_each_other(dtype, n):
         other = run_with(dtype, n, warps, rows, A)
         for name, a, b in zip(("LU", "pivots", "info", "inverse", "inverse info"), base, other):
             assert same(a, b), f"{name} differs with warps={warps} rows={rows}"
+
+
+MEDIUM = -5  # the shared-memory kernels (medium_lu.cuh): what runs at 32 < n <= 64; forced here at n <= 32
+
+
+def run_medium(dtype, n, A):
+    """lu_factor_ex, batched_inverse_ex and both in-place ops; the medium kernels forced where n <= 32."""
+    forced = n <= 32
+    if forced:
+        for kind in KINDS:
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 1, MEDIUM)
+    try:
+        LU, piv, info = TL.lu_factor_ex(A)
+        X, xinfo = TL.batched_inverse_ex(A)
+        B = A.clone()
+        TL.inverse_(B)
+        C = A.clone()
+        cpiv = TL.lu_factor_(C)
+        torch.cuda.synchronize()
+    finally:
+        if forced:
+            for kind in KINDS:
+                torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+    assert same(B, X) and same(C, LU) and torch.equal(cpiv, piv)
+    return LU, piv, info, X, xinfo
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+@pytest.mark.parametrize("n", [2, 3, 17, 32, 33, 37, 48, 49, 63, 64])
+def test_medium_kernels_match_lapack(dtype, n):
+    # 4500 matrices at n = 33 and 64: more than the grid (32 blocks per SM), so blocks loop over the batch.
+    batch = 4500 if n in (33, 64) else 300
+    A = well_conditioned((batch,), n, dtype, "cuda", seed=n)
+    A[5] = 0                       # singular: info 1
+    A[7, :, n // 2] = 0            # singular at step n // 2 + 1
+    LU_ref, piv_ref, info_ref = torch.linalg.lu_factor_ex(A.cpu())
+    assert info_ref[5] == 1 and info_ref[7] == n // 2 + 1
+    LU, piv, info, X, xinfo = run_medium(dtype, n, A)
+    assert torch.equal(info.cpu(), info_ref) and torch.equal(xinfo.cpu(), info_ref)
+    ok = info_ref == 0
+    if dtype in (torch.float64, torch.complex128):
+        assert torch.equal(piv.cpu()[ok], piv_ref[ok])
+    assert torch.equal(piv[5].cpu(), torch.arange(1, n + 1, dtype=torch.int32))  # zero columns: no interchange
+    assert torch.equal(LU[5], torch.zeros_like(LU[5]))
+    okc = ok.cuda()
+    P, L, U = torch.lu_unpack(LU[okc], piv[okc])
+    torch.testing.assert_close(P @ L @ U, A[okc], rtol=tol(dtype, n), atol=tol(dtype, n) * A.abs().amax())
+    eye = torch.eye(n, dtype=dtype, device="cuda")
+    torch.testing.assert_close(A[okc] @ X[okc], eye.expand(int(ok.sum()), n, n), rtol=0, atol=tol(dtype, n) * 20)
+    torch.testing.assert_close(X[okc], torch.linalg.inv(A[okc]), rtol=tol(dtype, n) * 10, atol=tol(dtype, n) * 10)
+
+
+def test_medium_nan_inf_and_views():
+    for n in (33, 64):
+        A = well_conditioned((6,), n, torch.float64, "cuda", seed=n)
+        A[0, 0, 0] = float("nan")
+        A[1, n - 1, n - 1] = float("inf")
+        LU, piv, info, X, xinfo = run_medium(torch.float64, n, A)
+        assert LU[0].isnan().any() and X[0].isnan().any() and not LU[1].isfinite().all()
+        # the other matrices of the batch are untouched by their neighbours
+        torch.testing.assert_close(X[2:], torch.linalg.inv(A[2:]), rtol=1e-10, atol=1e-10)
+        # a batched, transposed view goes through a contiguous copy and leaves its base alone
+        base = well_conditioned((2, 3), n, torch.complex128, "cuda", seed=n + 1)
+        view = base.mT
+        keep = base.clone()
+        torch.testing.assert_close(TL.batched_inverse(view), torch.linalg.inv(view), rtol=1e-10, atol=1e-10)
+        assert torch.equal(base, keep)
 
 
 def test_nan_inf_every_variant():

@@ -81,6 +81,29 @@ for dtype, n in lu_cases:
     ok = bool(torch.isfinite(A.grad).all())
     bad += not ok
     print({"inverse_backward": str(dtype), "n": n}, "ok" if ok else "WRONG", flush=True)
+# Shared-memory kernels of 32 < n <= 64 (medium_lu.cuh; -5 forces them at n <= 32): against torch.linalg, in place
+# equal to out of place; complex128 n = 64 takes more than 48 KiB of shared memory per block.
+for dtype, n in ((torch.float32, 33), (torch.float64, 64), (torch.complex64, 40), (torch.complex128, 64),
+                 (torch.float32, 5), (torch.float64, 17)):
+    A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
+    A = A[:, torch.randperm(n, device="cuda")].contiguous()
+    if n <= 32:
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 1, -5)
+    LU, piv = TL.lu_factor(A)
+    X = TL.batched_inverse(A)
+    B, C = A.clone(), A.clone()
+    TL.inverse_(B)
+    cpiv = TL.lu_factor_(C)
+    if n <= 32:
+        for kind in ("lu", "inverse"):
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+    P, L, U = torch.lu_unpack(LU, piv)
+    t = 1e-3 if dtype in (torch.float32, torch.complex64) else 1e-9
+    ok = (torch.equal(B, X) and torch.equal(C, LU) and torch.equal(cpiv, piv)
+          and torch.allclose(P @ L @ U, A, rtol=t, atol=t * n) and torch.allclose(X, torch.linalg.inv(A), rtol=t, atol=t))
+    bad += not ok
+    print({"medium": str(dtype), "n": n}, "ok" if ok else "WRONG", flush=True)
 # Persistent small-tile kernels: two blocks loop over every tile (many turns per warp, the next tile fetched during
 # the current one, a partial last tile), and unaligned data (no fetch); against one warp per tile.
 for dtype, n, rows in ((torch.float32, 2, 1), (torch.float32, 4, 1), (torch.float32, 7, 2), (torch.float32, 5, 4),

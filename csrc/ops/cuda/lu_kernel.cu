@@ -1,8 +1,10 @@
 // CUDA/HIP kernels of lu_factor_ex, lu_factor_, batched_inverse_ex and inverse_.
 //
 // n <= 32: the register kernels of kernels/lu/small_lu.cuh (paper 001), n a template parameter, warps per block
-// from lu_tuning.h (benchmarks/tune_lu.py). n > 32: delegated to torch.linalg (linalg_lu_factor_ex /
-// linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is not graph-capturable.
+// from lu_tuning.h (benchmarks/tune_lu.py). 32 < n <= 64: the shared-memory kernels of kernels/lu/medium_lu.cuh
+// (one matrix per block, n a run-time argument; lu_medium.cu). n > 64: delegated to torch.linalg
+// (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is not
+// graph-capturable.
 // Everything runs on the current stream; only check_errors=True syncs.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -12,6 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include "kernels/lu/medium_lu.cuh"
 #include "kernels/lu/small_lu.cuh"
 #include "ops/cuda/lu_launch.cuh"
 #include "ops/cuda/lu_tuning.h"
@@ -23,6 +26,7 @@ namespace {
 using kernels::lu::Cplx;
 
 constexpr int64_t kMaxSmallN = 32;
+constexpr int64_t kMaxMediumN = kernels::lu::kMediumMaxN;  // 64
 
 int warps_for(int kind, at::ScalarType st, int64_t n) {
   const int d = lu::dtype_index(st);
@@ -47,6 +51,9 @@ void run_lu(const void* in, void* out, int32_t* ipiv, int32_t* info, int64_t bat
             int rows, cudaStream_t s) {
   const T* i = static_cast<const T*>(in);
   T* o = static_cast<T*>(out);
+  if (n > kMaxSmallN || (rows == lu::kMediumRows && n >= 2)) {
+    return lu_cuda::launch_medium_lu<T>(i, o, ipiv, info, batch, static_cast<int>(n), s);
+  }
   switch (n) {
 #define TI_CASE(N) \
   case N: return lu_cuda::launch_lu<T, N>(i, o, ipiv, info, batch, warps, rows, s);
@@ -61,6 +68,9 @@ void run_inverse(const void* in, void* out, int32_t* info, int64_t batch, int64_
                  cudaStream_t s) {
   const T* i = static_cast<const T*>(in);
   T* o = static_cast<T*>(out);
+  if (n > kMaxSmallN || (rows == lu::kMediumRows && n >= 2)) {
+    return lu_cuda::launch_medium_inverse<T>(i, o, info, batch, static_cast<int>(n), s);
+  }
   switch (n) {
 #define TI_CASE(N) \
   case N: return lu_cuda::launch_inverse<T, N>(i, o, info, batch, warps, rows, s);
@@ -87,11 +97,13 @@ bool run_backward(const void* X, const void* G, void* out, int64_t batch, int64_
   }
 }
 
-// in: contiguous A (may be `out` itself); out: contiguous, same shape.
+// in: contiguous A (may be `out` itself); out: contiguous, same shape; n <= kMaxMediumN.
 void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
   if (batch == 0 || n == 0) return;
-  const int w = warps_for(0, in.scalar_type(), n), r = rows_for(0, in.scalar_type(), n);
+  // The tuning tables cover the register kernels (n <= 32); past them the medium kernels take no tuning.
+  const int w = n <= kMaxSmallN ? warps_for(0, in.scalar_type(), n) : 0;
+  const int r = n <= kMaxSmallN ? rows_for(0, in.scalar_type(), n) : 0;
   cudaStream_t s = at::cuda::getCurrentCUDAStream();
   const void* i = in.const_data_ptr();
   void* o = out.data_ptr();
@@ -109,7 +121,9 @@ void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Ten
 void small_inverse(const at::Tensor& in, at::Tensor& out, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
   if (batch == 0 || n == 0) return;
-  const int w = warps_for(1, in.scalar_type(), n), r = rows_for(1, in.scalar_type(), n);
+  // The tuning tables cover the register kernels (n <= 32); past them the medium kernels take no tuning.
+  const int w = n <= kMaxSmallN ? warps_for(1, in.scalar_type(), n) : 0;
+  const int r = n <= kMaxSmallN ? rows_for(1, in.scalar_type(), n) : 0;
   cudaStream_t s = at::cuda::getCurrentCUDAStream();
   const void* i = in.const_data_ptr();
   void* o = out.data_ptr();
@@ -146,7 +160,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tenso
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor LU, pivots, info;
-  if (A.size(-1) > kMaxSmallN) {
+  if (A.size(-1) > kMaxMediumN) {
     std::tie(LU, pivots, info) = at::linalg_lu_factor_ex(A, /*pivot=*/true, /*check_errors=*/false);
   } else {
     const at::Tensor in = kernel_input(A);
@@ -162,7 +176,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tenso
 at::Tensor lu_factor__cuda(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxSmallN) {
+  if (A.size(-1) > kMaxMediumN) {
     auto [LU, pivots, info] = at::linalg_lu_factor_ex(A, /*pivot=*/true, /*check_errors=*/false);
     A.copy_(LU);
     return pivots;
@@ -176,7 +190,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor X, info;
-  if (A.size(-1) > kMaxSmallN) {
+  if (A.size(-1) > kMaxMediumN) {
     std::tie(X, info) = at::linalg_inv_ex(A, /*check_errors=*/false);
   } else {
     const at::Tensor in = kernel_input(A);
@@ -191,7 +205,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
 void inverse_data_cuda(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxSmallN) {
+  if (A.size(-1) > kMaxMediumN) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));
     return;
   }

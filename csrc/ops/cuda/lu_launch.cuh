@@ -29,6 +29,12 @@ template <typename T, int N>
 void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_stream_t stream);
 template <typename T, int N>
 bool backward_supported();
+// 2 <= n <= 64: the shared-memory kernels of kernels/lu/medium_lu.cuh (one matrix per block; what the ops run at
+// 32 < n <= 64, and at n <= 32 under lu::kMediumRows). Defined in lu_medium.cu.
+template <typename T>
+void launch_medium_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int n, ti_stream_t stream);
+template <typename T>
+void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, int n, ti_stream_t stream);
 // Shared-memory bytes one warp of the kernels needs (the launcher caps warps per block at 48 KiB per block).
 template <typename T, int N>
 int warp_smem_bytes();

@@ -1,0 +1,73 @@
+// Launchers of the shared-memory LU / inverse kernels (kernels/lu/medium_lu.cuh): 32 < n <= 64 in the ops, any
+// 2 <= n <= 64 under lu::kMediumRows. One matrix per block of kMediumThreads threads; the grid is capped at 32 blocks
+// per SM and its blocks loop over the batch.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/lu/medium_lu.cuh"
+#include "ops/cuda/lu_launch.cuh"
+
+namespace torch_inplace {
+namespace lu_cuda {
+namespace {
+
+constexpr int kDefaultSmem = 48 * 1024;
+constexpr int kDevices = 64;
+
+// Blocks past 48 KiB of shared memory (complex128 from n = 49) need the kernel's limit raised, once per device.
+template <typename T>
+void allow_smem(const void* kernel, std::atomic<bool> (&raised)[kDevices], int smem) {
+  const int dev = c10::cuda::current_device();
+  if (smem > kDefaultSmem && dev >= 0 && dev < kDevices && !raised[dev].load(std::memory_order_relaxed)) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN)));
+    raised[dev].store(true, std::memory_order_relaxed);
+  }
+}
+
+int64_t medium_blocks(int64_t batch) {
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  return std::min<int64_t>(batch, int64_t{32} * std::max(1, sms));
+}
+
+}  // namespace
+
+template <typename T>
+void launch_medium_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
+  TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "lu_factor: internal error: medium kernel for n = ", n);
+  if (batch <= 0) return;
+  static std::atomic<bool> raised[kDevices];
+  const int smem = kernels::lu::medium_smem_bytes<T>(n);
+  allow_smem<T>(reinterpret_cast<const void*>(kernels::lu::medium_lu_kernel<T>), raised, smem);
+  kernels::lu::medium_lu_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads, smem,
+                                     stream>>>(in, lu, ipiv, info, batch, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
+  TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "batched_inverse: internal error: medium kernel for n = ", n);
+  if (batch <= 0) return;
+  static std::atomic<bool> raised[kDevices];
+  const int smem = kernels::lu::medium_smem_bytes<T>(n);
+  allow_smem<T>(reinterpret_cast<const void*>(kernels::lu::medium_inverse_kernel<T>), raised, smem);
+  kernels::lu::medium_inverse_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads,
+                                          smem, stream>>>(in, out, info, batch, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+#define TI_MEDIUM_INST(T)                                                                                       \
+  template void launch_medium_lu<T>(const T*, T*, int32_t*, int32_t*, int64_t, int, ti_stream_t);              \
+  template void launch_medium_inverse<T>(const T*, T*, int32_t*, int64_t, int, ti_stream_t);
+TI_MEDIUM_INST(float)
+TI_MEDIUM_INST(double)
+TI_MEDIUM_INST(kernels::lu::Cplx<float>)
+TI_MEDIUM_INST(kernels::lu::Cplx<double>)
+#undef TI_MEDIUM_INST
+
+}  // namespace lu_cuda
+}  // namespace torch_inplace
