@@ -23,8 +23,11 @@ def tol(dtype, n):
 
 
 def run_with(dtype, n, warps, rows, A):
-    for kind in KINDS:
-        torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == SPLIT) else rows)
+    """lu_factor_ex, batched_inverse_ex and both in-place ops with (warps, rows) forced; rows None: no override."""
+    tune = rows is not None
+    if tune:
+        for kind in KINDS:
+            torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == SPLIT) else rows)
     try:
         LU, piv, info = TL.lu_factor_ex(A)
         X, xinfo = TL.batched_inverse_ex(A)
@@ -34,8 +37,9 @@ def run_with(dtype, n, warps, rows, A):
         cpiv = TL.lu_factor_(C)
         torch.cuda.synchronize()
     finally:
-        for kind in KINDS:
-            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
+        if tune:
+            for kind in KINDS:
+                torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
     assert same(B, X) and same(C, LU) and torch.equal(cpiv, piv)
     return LU, piv, info, X, xinfo
 
@@ -80,25 +84,8 @@ MEDIUM = -5  # the shared-memory kernels (medium_lu.cuh): what runs at 32 < n <=
 
 
 def run_medium(dtype, n, A):
-    """lu_factor_ex, batched_inverse_ex and both in-place ops; the medium kernels forced where n <= 32."""
-    forced = n <= 32
-    if forced:
-        for kind in KINDS:
-            torch.ops.inplace._small_lu_tuning(kind, dtype, n, 1, MEDIUM)
-    try:
-        LU, piv, info = TL.lu_factor_ex(A)
-        X, xinfo = TL.batched_inverse_ex(A)
-        B = A.clone()
-        TL.inverse_(B)
-        C = A.clone()
-        cpiv = TL.lu_factor_(C)
-        torch.cuda.synchronize()
-    finally:
-        if forced:
-            for kind in KINDS:
-                torch.ops.inplace._small_lu_tuning(kind, dtype, n, 0, 0)
-    assert same(B, X) and same(C, LU) and torch.equal(cpiv, piv)
-    return LU, piv, info, X, xinfo
+    """The ops through the medium kernels: what runs past n = 32, forced (MEDIUM) at n <= 32."""
+    return run_with(dtype, n, 1, MEDIUM if n <= 32 else None, A)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])

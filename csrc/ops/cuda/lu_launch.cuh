@@ -194,6 +194,21 @@ void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, 
   }
 }
 
+// Raises a kernel's dynamic shared-memory limit to `limit`, once per device, where a launch needs more than
+// kMaxBlockSmem (`raised`: one per kernel, a static of its launcher).
+struct SmemLimitRaised {
+  static constexpr int kDevices = 64;
+  std::atomic<bool> done[kDevices] = {};
+};
+inline void allow_block_smem(const void* kernel, SmemLimitRaised& raised, int smem, int limit) {
+  if (smem <= kMaxBlockSmem) return;
+  const int dev = c10::cuda::current_device();
+  if (dev >= 0 && dev < SmemLimitRaised::kDevices && !raised.done[dev].load(std::memory_order_relaxed)) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    raised.done[dev].store(true, std::memory_order_relaxed);
+  }
+}
+
 // split_inverse_kernel: one matrix per warp, up to 8 warps per block. Its shared memory may pass 48 KiB per block
 // (float64 n = 32 with 8 warps: 73 KB), which CUDA allows once the kernel's limit is raised (per device, once).
 template <typename T, int N>
@@ -203,14 +218,9 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
   const int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
   const int smem = w * SG::kWarpSmemBytes;
   if constexpr (kMaxSplitSmem > kMaxBlockSmem) {
-    constexpr int kDevices = 64;
-    static std::atomic<bool> raised[kDevices];
-    const int dev = c10::cuda::current_device();
-    if (smem > kMaxBlockSmem && dev >= 0 && dev < kDevices && !raised[dev].load(std::memory_order_relaxed)) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(kernels::lu::split_inverse_kernel<T, N, 2>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSplitSmem));
-      raised[dev].store(true, std::memory_order_relaxed);
-    }
+    static SmemLimitRaised raised;
+    allow_block_smem(reinterpret_cast<const void*>(kernels::lu::split_inverse_kernel<T, N, 2>), raised, smem,
+                     kMaxSplitSmem);
   }
   const int64_t blocks = (batch + w - 1) / w;
   kernels::lu::split_inverse_kernel<T, N, 2>

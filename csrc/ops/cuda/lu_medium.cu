@@ -9,25 +9,12 @@
 #include <atomic>
 
 #include "kernels/lu/medium_lu.cuh"
+#define TI_LU_DEFINE_LAUNCHERS  // allow_block_smem
 #include "ops/cuda/lu_launch.cuh"
 
 namespace torch_inplace {
 namespace lu_cuda {
 namespace {
-
-constexpr int kDefaultSmem = 48 * 1024;
-constexpr int kDevices = 64;
-
-// Blocks past 48 KiB of shared memory (complex128 from n = 49) need the kernel's limit raised, once per device.
-template <typename T>
-void allow_smem(const void* kernel, std::atomic<bool> (&raised)[kDevices], int smem) {
-  const int dev = c10::cuda::current_device();
-  if (smem > kDefaultSmem && dev >= 0 && dev < kDevices && !raised[dev].load(std::memory_order_relaxed)) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN)));
-    raised[dev].store(true, std::memory_order_relaxed);
-  }
-}
 
 int64_t medium_blocks(int64_t batch) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -40,9 +27,10 @@ template <typename T>
 void launch_medium_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
   TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "lu_factor: internal error: medium kernel for n = ", n);
   if (batch <= 0) return;
-  static std::atomic<bool> raised[kDevices];
+  static SmemLimitRaised raised;  // complex128 from n = 49
   const int smem = kernels::lu::medium_smem_bytes<T>(n);
-  allow_smem<T>(reinterpret_cast<const void*>(kernels::lu::medium_lu_kernel<T>), raised, smem);
+  allow_block_smem(reinterpret_cast<const void*>(kernels::lu::medium_lu_kernel<T>), raised, smem,
+                   kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN));
   kernels::lu::medium_lu_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads, smem,
                                      stream>>>(in, lu, ipiv, info, batch, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -52,9 +40,10 @@ template <typename T>
 void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
   TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "batched_inverse: internal error: medium kernel for n = ", n);
   if (batch <= 0) return;
-  static std::atomic<bool> raised[kDevices];
+  static SmemLimitRaised raised;
   const int smem = kernels::lu::medium_smem_bytes<T>(n);
-  allow_smem<T>(reinterpret_cast<const void*>(kernels::lu::medium_inverse_kernel<T>), raised, smem);
+  allow_block_smem(reinterpret_cast<const void*>(kernels::lu::medium_inverse_kernel<T>), raised, smem,
+                   kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN));
   kernels::lu::medium_inverse_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads,
                                           smem, stream>>>(in, out, info, batch, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
