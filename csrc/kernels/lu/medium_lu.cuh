@@ -28,12 +28,31 @@ constexpr int kMediumMaxN = 64;
 constexpr int kMediumThreads = 256;
 constexpr int kMediumSlots = (kMediumMaxN + kWarpSize - 1) / kWarpSize;  // columns / candidate rows per lane
 
-TI_DEVICE constexpr int medium_ld(int n) { return n | 1; }
+constexpr int medium_ld(int n) { return n | 1; }  // the tile's row stride
 
-// Shared memory of one block: the matrix (n rows of medium_ld(n)), the row buffer, the pivots / permutation.
+// Shared memory of one block: the matrix (n rows of medium_ld(n) elements), the row buffer (kMediumMaxN elements),
+// then the inverse's pivots and column permutation (kMediumMaxN ints each).
+template <typename T>
+struct MediumSmem {
+  static constexpr int ints_offset(int n) {
+    return round_up((n * medium_ld(n) + kMediumMaxN) * static_cast<int>(sizeof(T)), 16);
+  }
+  static constexpr int bytes(int n) { return ints_offset(n) + 2 * kMediumMaxN * 4; }
+  T* a;
+  T* prow;
+  int* piv;
+  int* perm;
+  TI_DEVICE MediumSmem(unsigned char* base, int n) {
+    a = reinterpret_cast<T*>(base);
+    prow = a + n * medium_ld(n);
+    piv = reinterpret_cast<int*>(base + ints_offset(n));
+    perm = piv + kMediumMaxN;
+  }
+};
+
 template <typename T>
 constexpr int medium_smem_bytes(int n) {
-  return round_up((n * (n | 1) + kMediumMaxN) * static_cast<int>(sizeof(T)), 16) + 2 * kMediumMaxN * 4;
+  return MediumSmem<T>::bytes(n);
 }
 
 // Step k's pivot row (k <= p < n) of the n x n matrix `a` (row stride ld): the largest abs1 in column k, ties to the
@@ -83,9 +102,10 @@ template <typename T>
 __global__ void __launch_bounds__(kMediumThreads) medium_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
                                                                    int64_t batch, int n) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  const MediumSmem<T> sm(smem_raw, n);
   const int ld = medium_ld(n);
-  T* a = reinterpret_cast<T*>(smem_raw);
-  T* prow = a + n * ld;
+  T* a = sm.a;
+  T* prow = sm.prow;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize, warps = blockDim.x / kWarpSize;
   const int64_t nn = static_cast<int64_t>(n) * n;
   for (int64_t mtx = blockIdx.x; mtx < batch; mtx += gridDim.x) {
@@ -136,11 +156,12 @@ template <typename T>
 __global__ void __launch_bounds__(kMediumThreads) medium_inverse_kernel(const T* in, T* out, int32_t* info,
                                                                         int64_t batch, int n) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  const MediumSmem<T> sm(smem_raw, n);
   const int ld = medium_ld(n);
-  T* a = reinterpret_cast<T*>(smem_raw);
-  T* prow = a + n * ld;
-  int* piv = reinterpret_cast<int*>(smem_raw + round_up((n * ld + kMediumMaxN) * static_cast<int>(sizeof(T)), 16));
-  int* perm = piv + kMediumMaxN;
+  T* a = sm.a;
+  T* prow = sm.prow;
+  int* piv = sm.piv;
+  int* perm = sm.perm;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize, warps = blockDim.x / kWarpSize;
   const int64_t nn = static_cast<int64_t>(n) * n;
   for (int64_t mtx = blockIdx.x; mtx < batch; mtx += gridDim.x) {
