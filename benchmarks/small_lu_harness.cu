@@ -4,6 +4,7 @@
 // resident blocks). Built against two versions of small_lu.cuh, it compares kernels in one run:
 //   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/small_lu_harness.cu -o /tmp/slh
 //   /tmp/slh [n [element bytes]]     (only that n / element size: profiling with ncu)
+// (-DSLH_N_MIN / -DSLH_N_MAX compile only a range of n.)
 // n = 1 also times the elementwise one_by_one_kernel (w0 r0), the one the library launches there.
 // Prints one line per configuration: median ms of 9 launches (CUDA events), GB/s and the fraction of the roofline
 // 2 B n^2 sizeof(T) at the copy bandwidth measured first, and a hash of the output bits (factors or inverse, pivots,
@@ -136,16 +137,26 @@ void run_one_by_one(const Buffers& b, double gbps) {
 
 int g_only_n = 0, g_only_bytes = 0;  // command line: [n [element bytes]] runs only those (profiling)
 
+// -DSLH_N_MIN=a -DSLH_N_MAX=b: only those n are compiled (a quicker build for an A/B run of a few sizes).
+#ifndef SLH_N_MIN
+#define SLH_N_MIN 1
+#endif
+#ifndef SLH_N_MAX
+#define SLH_N_MAX 16
+#endif
+
 template <typename T, int N>
 void run_n(const Buffers& b, double gbps) {
-  if ((g_only_n && N != g_only_n) || (g_only_bytes && static_cast<int>(sizeof(T)) != g_only_bytes)) return;
-  fill<<<1024, 256>>>(static_cast<T*>(b.a), N, kBatch * N * N);
-  CK(cudaGetLastError());
-  if constexpr (N == 1) run_one_by_one<T>(b, gbps);
-  run_rows<T, N, 1>(b, gbps);
-  run_rows<T, N, 2>(b, gbps);
-  run_rows<T, N, 4>(b, gbps);
-  if constexpr (N == 3 || (N >= 5 && N <= 8)) run_rows<T, N, N>(b, gbps);  // lu::kLaneRows (n = 2, 4: rows 2, 4)
+  if constexpr (N >= SLH_N_MIN && N <= SLH_N_MAX) {
+    if ((g_only_n && N != g_only_n) || (g_only_bytes && static_cast<int>(sizeof(T)) != g_only_bytes)) return;
+    fill<<<1024, 256>>>(static_cast<T*>(b.a), N, kBatch * N * N);
+    CK(cudaGetLastError());
+    if constexpr (N == 1) run_one_by_one<T>(b, gbps);
+    run_rows<T, N, 1>(b, gbps);
+    run_rows<T, N, 2>(b, gbps);
+    run_rows<T, N, 4>(b, gbps);
+    if constexpr (N == 3 || (N >= 5 && N <= 8)) run_rows<T, N, N>(b, gbps);  // lu::kLaneRows (n = 2, 4: rows 2, 4)
+  }
 }
 
 template <typename T, int... Ns>

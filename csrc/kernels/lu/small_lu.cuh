@@ -246,7 +246,12 @@ struct Geometry {
   static constexpr int kGroups = kWarpSize / G;        // matrices per warp
   static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
   static constexpr int kV = 16 / static_cast<int>(sizeof(T)) > 0 ? 16 / static_cast<int>(sizeof(T)) : 1;
-  static constexpr int RowPad = round_up(N + 1, kV);   // broadcast row: N entries + the pivot's reciprocal
+  // Broadcast row: the pivot row's N entries and the pivot's reciprocal, in the padding after entry N - 1 where the
+  // last chunk has some, else in place of entry k at step k (entry k is known to the readers: 1 in the inverse, the
+  // pivot itself in the LU), so that the reciprocal takes no chunk of its own (float n = 16: 4 chunks, not 5) and is
+  // read from a chunk that the update reads anyway (RcSlot).
+  static constexpr int RowPad = round_up(N, kV);
+  static constexpr bool kRcInPad = N % kV != 0;
   // Elements between the groups' pairs of broadcast rows (double buffer), padded against bank conflicts.
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
@@ -606,36 +611,47 @@ TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int
   return pr;
 }
 
-// The pivot slot's row from 16-byte chunk `c0` on, followed by the pivot's reciprocal `rc` at index N (the row
-// every lane of the group reads after the next warp sync).
+// Where step k's broadcast row holds the pivot's reciprocal (Geometry::RowPad): entry `j` of chunk `c`.
 template <typename T, int N, int R>
-TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int c0) {
+struct RcSlot {
   using Geo = Geometry<T, N, R>;
+  int j, c, v;
+  TI_DEVICE constexpr explicit RcSlot(int k)
+      : j(Geo::kRcInPad ? N : k), c((Geo::kRcInPad ? N : k) / Geo::kV), v((Geo::kRcInPad ? N : k) % Geo::kV) {}
+};
+
+// Entry j of step k's broadcast row: the pivot slot's entry, the pivot's reciprocal `rc` at RcSlot, zeros past N.
+template <typename T, int N, int R>
+TI_DEVICE T pivot_entry(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int j) {
+  return j == RcSlot<T, N, R>(k).j ? rc : (j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : zero_of(T{}));
+}
+
+// Step k's broadcast row from 16-byte chunk `c0` on, and the reciprocal (on its own where its chunk comes before
+// c0): the row every lane of the group reads after the next warp sync.
+template <typename T, int N, int R>
+TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c0) {
+  using Geo = Geometry<T, N, R>;
+  const RcSlot<T, N, R> rs(k);
+  if (rs.c < c0) row[rs.j] = rc;
 #pragma unroll
   for (int c = c0; c < Geo::RowPad / Geo::kV; ++c) {
     Chunk<T> ch;
 #pragma unroll
-    for (int v = 0; v < Geo::kV; ++v) {
-      const int j = c * Geo::kV + v;
-      ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
-    }
+    for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
     reinterpret_cast<Chunk<T>*>(row)[c] = ch;
   }
 }
 
-// Chunk c of step k's pivot row as the other rows read it: from the group's broadcast row in shared memory or, with
-// one lane per matrix (G == 1), straight from the lane's own registers (the pivot slot's entries, the reciprocal
-// `rc` at index N, zeros after), with no shared-memory round trip and no warp sync. Same values either way.
+// Chunk c of step k's broadcast row as the other rows read it: from the group's broadcast row in shared memory or,
+// with one lane per matrix (G == 1), straight from the lane's own registers, with no shared-memory round trip and no
+// warp sync. Same values either way.
 template <typename T, int N, int R>
-TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc) {
+TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k) {
   using Geo = Geometry<T, N, R>;
   if constexpr (Geo::G == 1) {
     Chunk<T> ch;
 #pragma unroll
-    for (int v = 0; v < Geo::kV; ++v) {
-      const int j = c * Geo::kV + v;
-      ch.v[v] = j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : (j == N ? rc : zero_of(T{}));
-    }
+    for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
     return ch;
   } else {
     return reinterpret_cast<const Chunk<T>*>(row)[c];
@@ -745,14 +761,23 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
       if (any_piv) {
         rc = recip(pick_slot<T, N, R>(a, is_piv, k));
         // The pivot row broadcasts its entries right of the diagonal and the pivot's reciprocal.
-        if constexpr (G > 1) write_pivot_row<T, N, R>(row, a, is_piv, rc, (k + 1) / Geo::kV);
+        if constexpr (G > 1) write_pivot_row<T, N, R>(row, a, is_piv, rc, k, (k + 1) / Geo::kV);
       }
 #pragma unroll
       for (int s = 0; s < R; ++s) pivoted[s] = pivoted[s] || is_piv[s];
       swap_positions<R>(is_piv, pos, k, pr);
+      // The reciprocal: from the chunk that the update reads anyway where it is one of them, else on its own.
+      constexpr int kV = Geo::kV;
+      const RcSlot<T, N, R> rs(k);
+      Chunk<T> ck{};
       if constexpr (G > 1) {
         warp_sync();
-        rc = row[N];
+        if (rs.c >= (k + 1) / kV) {
+          ck = reinterpret_cast<const Chunk<T>*>(row)[rs.c];
+          rc = ck.v[rs.v];
+        } else {
+          rc = row[rs.j];
+        }
       }
       if (!zero) {  // lazy swaps: rows already pivoted do nothing
         T l[R];
@@ -764,8 +789,8 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
           }
         }
 #pragma unroll
-        for (int c = (k + 1) / Geo::kV; c < Geo::RowPad / Geo::kV; ++c) {
-          const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc);
+        for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
+          const Chunk<T> ch = (G > 1 && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
           for (int s = 0; s < R; ++s) {
             if (!pivoted[s]) {
@@ -856,36 +881,39 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
           }
         }
         if constexpr (G > 1) {
-          write_pivot_row<T, N, R>(row, a, is_piv, rc, 0);
+          write_pivot_row<T, N, R>(row, a, is_piv, rc, k, 0);
           perm[k] = slot * G + i;
         } else {
           own_perm[k] = slot;
         }
       }
       swap_positions<R>(is_piv, pos, k, pr);
-      if constexpr (G > 1) {
-        warp_sync();
-        rc = row[N];
-      }
-      // Gauss-Jordan: every other row, pivoted or not, eliminates column k.
+      constexpr int kV = Geo::kV;
+      if constexpr (G > 1) warp_sync();
+      // The reciprocal from its chunk, which the update reads anyway.
+      const RcSlot<T, N, R> rs(k);
+      const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
+      rc = ck.v[rs.v];
+      // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1 (it may
+      // hold the reciprocal instead), so entry k becomes 0 - f * 1 without reading it.
       T f[R];
 #pragma unroll
       for (int s = 0; s < R; ++s) {
         if (!is_piv[s]) {
           f[s] = mul(a[s][k], rc);
-          a[s][k] = zero_of(T{});
+          a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
         }
       }
 #pragma unroll
-      for (int c = 0; c < Geo::RowPad / Geo::kV; ++c) {
-        const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc);
+      for (int c = 0; c < Geo::RowPad / kV; ++c) {
+        const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
 #pragma unroll
-            for (int v = 0; v < Geo::kV; ++v) {
-              const int j = c * Geo::kV + v;
-              if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+            for (int v = 0; v < kV; ++v) {
+              const int j = c * kV + v;
+              if (j < N && j != k) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
             }
           }
         }
