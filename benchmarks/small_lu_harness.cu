@@ -1,10 +1,12 @@
-// Standalone timing of the small LU / inverse kernels (kernels/lu/small_lu.cuh) for n = 1..16, float32 and float64,
-// 2^20 matrices, every (rows per lane, warps per block) the library can launch, with the launcher's grid rules
-// (ops/cuda/lu_launch.cuh: warps clamped at 48 KiB of shared memory per block, the persistent grid capped at the
-// resident blocks). Built against two versions of small_lu.cuh, it compares kernels in one run:
+// Standalone timing of the small LU / inverse kernels (kernels/lu/small_lu.cuh) for n = 1..16 (up to 32 with
+// -DSLH_N_MAX=32), float32 and float64, 2^20 matrices (2^18 for n > 16, as bench_linalg.py), every (rows per lane,
+// warps per block) the library can launch, with the launcher's grid rules (ops/cuda/lu_launch.cuh: warps clamped at
+// 48 KiB of shared memory per block, the persistent grid capped at the resident blocks). The split-rows inverse
+// (rows -2) has its own harness (split_inverse_harness.cu). Built against two versions of small_lu.cuh, it compares
+// kernels in one run (tools/lu_ab.sh):
 //   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/small_lu_harness.cu -o /tmp/slh
 //   /tmp/slh [n [element bytes]]     (only that n / element size: profiling with ncu)
-// (-DSLH_N_MIN / -DSLH_N_MAX compile only a range of n.)
+// -DSLH_N_MIN=a -DSLH_N_MAX=b compile only n = a..b (a quicker build; tools/lu_ab.sh builds ranges in parallel).
 // n = 1 also times the elementwise one_by_one_kernel (w0 r0), the one the library launches there.
 // Prints one line per configuration: median ms of 9 launches (CUDA events), GB/s and the fraction of the roofline
 // 2 B n^2 sizeof(T) at the copy bandwidth measured first, and a hash of the output bits (factors or inverse, pivots,
@@ -16,7 +18,9 @@
 
 using namespace torch_inplace::kernels;
 
-constexpr int64_t kBatch = 1 << 20;
+// Matrices per run: 2^20 for n <= 16 and 2^18 above, as bench_linalg.py.
+constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
+constexpr int64_t kBatch = batch_of(1);  // n = 1 (the elementwise kernel) and the buffers' size
 constexpr int kMaxBlockSmem = 48 * 1024;
 
 // Order-independent hash of `count` 32-bit words (position-weighted), summed with atomics.
@@ -54,8 +58,8 @@ double copy_gbps() {
 }
 
 template <typename Kernel>
-unsigned grid_for(Kernel kernel, bool persistent, int64_t per_block, int warps, int smem) {
-  int64_t blocks = (kBatch + per_block - 1) / per_block;
+unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
+  int64_t blocks = (batch + per_block - 1) / per_block;
   if (persistent) {
     int per_sm = 0, sms = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
@@ -75,7 +79,8 @@ void run_rows(const Buffers& b, double gbps) {
   using Geo = lu::Geometry<T, N, R>;
   if constexpr (R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512)) {  // rows_supported
     const char* dt = sizeof(T) == 8 ? "float64" : "float32";
-    const double bytes = 2.0 * kBatch * N * N * sizeof(T);
+    constexpr int64_t kB = batch_of(N);
+    const double bytes = 2.0 * kB * N * N * sizeof(T);
     for (int kind = 0; kind < 2; ++kind) {
       for (int w0 : {1, 2, 4, 8}) {
         int w = w0;
@@ -88,17 +93,17 @@ void run_rows(const Buffers& b, double gbps) {
         float ms;
         if (kind == 0) {
           auto k = lu::small_lu_kernel<T, N, R>;
-          const unsigned g = grid_for(k, persistent, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
-          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.piv, b.info, kBatch, true); });
+          const unsigned g = grid_for(k, persistent, kB, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.piv, b.info, kB, true); });
         } else {
           auto k = lu::small_inverse_kernel<T, N, R>;
-          const unsigned g = grid_for(k, persistent, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
-          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.info, kBatch, true); });
+          const unsigned g = grid_for(k, persistent, kB, static_cast<int64_t>(w) * Geo::kGroups, w, smem);
+          ms = time_ms([&] { k<<<g, w * 32, smem>>>(a, x, b.info, kB, true); });
         }
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
-        unsigned long long h = hash_of(x, kBatch * N * N * sizeof(T)) + 3 * hash_of(b.info, kBatch * 4);
-        if (kind == 0) h += 7 * hash_of(b.piv, kBatch * N * 4);
+        unsigned long long h = hash_of(x, kB * N * N * sizeof(T)) + 3 * hash_of(b.info, kB * 4);
+        if (kind == 0) h += 7 * hash_of(b.piv, kB * N * 4);
         const double gb = bytes / (ms * 1e-3) / 1e9;
         std::printf("%-7s %s n=%2d w%d r%d %8.4f ms %7.0f GB/s roofline %5.1f%% hash %016llx\n",
                     kind == 0 ? "lu" : "inverse", dt, N, w, R, ms, gb, 100.0 * gb / gbps, h);
@@ -137,19 +142,19 @@ void run_one_by_one(const Buffers& b, double gbps) {
 
 int g_only_n = 0, g_only_bytes = 0;  // command line: [n [element bytes]] runs only those (profiling)
 
-// -DSLH_N_MIN=a -DSLH_N_MAX=b: only those n are compiled (a quicker build for an A/B run of a few sizes).
 #ifndef SLH_N_MIN
 #define SLH_N_MIN 1
 #endif
 #ifndef SLH_N_MAX
 #define SLH_N_MAX 16
 #endif
+static_assert(SLH_N_MIN >= 1 && SLH_N_MAX <= 32, "the small kernels cover 1 <= n <= 32");
 
 template <typename T, int N>
 void run_n(const Buffers& b, double gbps) {
   if constexpr (N >= SLH_N_MIN && N <= SLH_N_MAX) {
     if ((g_only_n && N != g_only_n) || (g_only_bytes && static_cast<int>(sizeof(T)) != g_only_bytes)) return;
-    fill<<<1024, 256>>>(static_cast<T*>(b.a), N, kBatch * N * N);
+    fill<<<1024, 256>>>(static_cast<T*>(b.a), N, batch_of(N) * N * N);
     CK(cudaGetLastError());
     if constexpr (N == 1) run_one_by_one<T>(b, gbps);
     run_rows<T, N, 1>(b, gbps);
@@ -170,14 +175,15 @@ int main(int argc, char** argv) {
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   const double gbps = copy_gbps();
-  std::printf("device %s copy %.0f GB/s batch %lld\n", p.name, gbps, static_cast<long long>(kBatch));
+  std::printf("device %s copy %.0f GB/s batch %lld (n <= 16), %lld (n > 16)\n", p.name, gbps,
+              static_cast<long long>(batch_of(16)), static_cast<long long>(batch_of(17)));
   Buffers b;
-  const size_t most = kBatch * 16 * 16 * sizeof(double);
+  const size_t most = std::max(batch_of(16) * 16 * 16, batch_of(32) * 32 * 32) * sizeof(double);
   CK(cudaMalloc(&b.a, most));
   CK(cudaMalloc(&b.x, most));
-  CK(cudaMalloc(&b.piv, kBatch * 16 * 4));
+  CK(cudaMalloc(&b.piv, std::max(batch_of(16) * 16, batch_of(32) * 32) * 4));
   CK(cudaMalloc(&b.info, kBatch * 4));
-  run_all<float>(b, gbps, std::make_integer_sequence<int, 16>{});
-  run_all<double>(b, gbps, std::make_integer_sequence<int, 16>{});
+  run_all<float>(b, gbps, std::make_integer_sequence<int, SLH_N_MAX>{});
+  run_all<double>(b, gbps, std::make_integer_sequence<int, SLH_N_MAX>{});
   return 0;
 }

@@ -9,7 +9,7 @@
 set -u
 FINAL=${OUT:-/tmp/ab_out}; OUT=/tmp/ab; mkdir -p "$OUT" "$FINAL"
 OLD=${OLD:-abtest/old}
-RANGES=${RANGES:-"2:5 6:9 10:13 14:16"}
+RANGES=${RANGES:-"2:5 6:9 10:13 14:16"}  # e.g. "17:20 21:24 25:28 29:32" for n > 16
 t0=$SECONDS
 if [ "${BUILD:-0}" = 1 ]; then
   (MAX_JOBS=8 TORCH_CUDA_ARCH_LIST=9.0 CC=/usr/bin/gcc CXX=/usr/bin/g++ python3 setup.py build_ext --inplace \
