@@ -249,9 +249,14 @@ struct Geometry {
   // Broadcast row: the pivot row's N entries and the pivot's reciprocal, in the padding after entry N - 1 where the
   // last chunk has some, else in place of entry k at step k (entry k is known to the readers: 1 in the inverse, the
   // pivot itself in the LU), so that the reciprocal takes no chunk of its own (float n = 16: 4 chunks, not 5) and is
-  // read from a chunk that the update reads anyway (RcSlot).
-  static constexpr int RowPad = round_up(N, kV);
-  static constexpr bool kRcInPad = N % kV != 0;
+  // read from a chunk that the update reads anyway (RcSlot). H200, small_lu_harness.cu against a separate entry N
+  // read on its own, n <= 16: inverse 1.00-1.11x, LU 0.96-1.07x, the same bits (history_rc_slot_ab.log).
+  // One matrix per warp (kRcApart: n > 16, a row per lane) keeps entry N, read on its own: there the chunk held
+  // across the update took registers (float64 n = 20 / 24: 80 -> 81 / 83, 3 -> 2 blocks of 8 warps per SM) and a
+  // benchmark run showed those n 5-7% slower.
+  static constexpr bool kRcApart = kGroups == 1;
+  static constexpr int RowPad = kRcApart ? round_up(N + 1, kV) : round_up(N, kV);
+  static constexpr bool kRcInPad = kRcApart || N % kV != 0;
   // Elements between the groups' pairs of broadcast rows (double buffer), padded against bank conflicts.
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
@@ -772,7 +777,7 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
       Chunk<T> ck{};
       if constexpr (G > 1) {
         warp_sync();
-        if (rs.c >= (k + 1) / kV) {
+        if (!Geo::kRcApart && rs.c >= (k + 1) / kV) {
           ck = reinterpret_cast<const Chunk<T>*>(row)[rs.c];
           rc = ck.v[rs.v];
         } else {
@@ -790,7 +795,8 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
         }
 #pragma unroll
         for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
-          const Chunk<T> ch = (G > 1 && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+          const Chunk<T> ch =
+              (G > 1 && !Geo::kRcApart && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
           for (int s = 0; s < R; ++s) {
             if (!pivoted[s]) {
@@ -890,30 +896,58 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       swap_positions<R>(is_piv, pos, k, pr);
       constexpr int kV = Geo::kV;
       if constexpr (G > 1) warp_sync();
-      // The reciprocal from its chunk, which the update reads anyway.
-      const RcSlot<T, N, R> rs(k);
-      const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
-      rc = ck.v[rs.v];
-      // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1 (it may
-      // hold the reciprocal instead), so entry k becomes 0 - f * 1 without reading it.
-      T f[R];
-#pragma unroll
-      for (int s = 0; s < R; ++s) {
-        if (!is_piv[s]) {
-          f[s] = mul(a[s][k], rc);
-          a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
-        }
-      }
-#pragma unroll
-      for (int c = 0; c < Geo::RowPad / kV; ++c) {
-        const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+      if constexpr (Geo::kRcApart) {
+        // One matrix per warp: the reciprocal at entry N, read on its own (Geometry::kRcApart); entry k of the
+        // broadcast row is 1.
+        rc = row[N];
+        T f[R];
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
+            f[s] = mul(a[s][k], rc);
+            a[s][k] = zero_of(T{});
+          }
+        }
 #pragma unroll
-            for (int v = 0; v < kV; ++v) {
-              const int j = c * kV + v;
-              if (j < N && j != k) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+        for (int c = 0; c < Geo::RowPad / kV; ++c) {
+          const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+#pragma unroll
+          for (int s = 0; s < R; ++s) {
+            if (!is_piv[s]) {
+#pragma unroll
+              for (int v = 0; v < kV; ++v) {
+                const int j = c * kV + v;
+                if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+              }
+            }
+          }
+        }
+      } else {
+        // The reciprocal from its chunk, which the update reads anyway.
+        const RcSlot<T, N, R> rs(k);
+        const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
+        rc = ck.v[rs.v];
+        // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1 (it
+        // may hold the reciprocal instead), so entry k becomes 0 - f * 1 without reading it.
+        T f[R];
+#pragma unroll
+        for (int s = 0; s < R; ++s) {
+          if (!is_piv[s]) {
+            f[s] = mul(a[s][k], rc);
+            a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < Geo::RowPad / kV; ++c) {
+          const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+#pragma unroll
+          for (int s = 0; s < R; ++s) {
+            if (!is_piv[s]) {
+#pragma unroll
+              for (int v = 0; v < kV; ++v) {
+                const int j = c * kV + v;
+                if (j < N && j != k) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+              }
             }
           }
         }
