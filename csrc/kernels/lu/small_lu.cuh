@@ -896,58 +896,37 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       swap_positions<R>(is_piv, pos, k, pr);
       constexpr int kV = Geo::kV;
       if constexpr (G > 1) warp_sync();
-      if constexpr (Geo::kRcApart) {
-        // One matrix per warp: the reciprocal at entry N, read on its own (Geometry::kRcApart); entry k of the
-        // broadcast row is 1.
+      // The reciprocal: from its chunk, which the update reads anyway, or (one matrix per warp, Geometry::kRcApart)
+      // from entry N on its own.
+      const RcSlot<T, N, R> rs(k);
+      constexpr bool kApart = Geo::kRcApart;
+      Chunk<T> ck{};
+      if constexpr (kApart) {
         rc = row[N];
-        T f[R];
-#pragma unroll
-        for (int s = 0; s < R; ++s) {
-          if (!is_piv[s]) {
-            f[s] = mul(a[s][k], rc);
-            a[s][k] = zero_of(T{});
-          }
-        }
-#pragma unroll
-        for (int c = 0; c < Geo::RowPad / kV; ++c) {
-          const Chunk<T> ch = pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
-#pragma unroll
-          for (int s = 0; s < R; ++s) {
-            if (!is_piv[s]) {
-#pragma unroll
-              for (int v = 0; v < kV; ++v) {
-                const int j = c * kV + v;
-                if (j < N) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
-              }
-            }
-          }
-        }
       } else {
-        // The reciprocal from its chunk, which the update reads anyway.
-        const RcSlot<T, N, R> rs(k);
-        const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
+        ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
         rc = ck.v[rs.v];
-        // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1 (it
-        // may hold the reciprocal instead), so entry k becomes 0 - f * 1 without reading it.
-        T f[R];
+      }
+      // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1; where
+      // it may hold the reciprocal instead, entry k becomes 0 - f * 1 without reading it.
+      T f[R];
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (!is_piv[s]) {
+          f[s] = mul(a[s][k], rc);
+          a[s][k] = kApart ? zero_of(T{}) : fnms(zero_of(T{}), f[s], one_of(T{}));
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < Geo::RowPad / kV; ++c) {
+        const Chunk<T> ch = !kApart && c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
-            f[s] = mul(a[s][k], rc);
-            a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
-          }
-        }
 #pragma unroll
-        for (int c = 0; c < Geo::RowPad / kV; ++c) {
-          const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
-#pragma unroll
-          for (int s = 0; s < R; ++s) {
-            if (!is_piv[s]) {
-#pragma unroll
-              for (int v = 0; v < kV; ++v) {
-                const int j = c * kV + v;
-                if (j < N && j != k) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
-              }
+            for (int v = 0; v < kV; ++v) {
+              const int j = c * kV + v;
+              if (j < N && (kApart || j != k)) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
             }
           }
         }
