@@ -621,8 +621,7 @@ template <typename T, int N, int R>
 struct RcSlot {
   using Geo = Geometry<T, N, R>;
   int j, c, v;
-  TI_DEVICE constexpr explicit RcSlot(int k)
-      : j(Geo::kRcInPad ? N : k), c((Geo::kRcInPad ? N : k) / Geo::kV), v((Geo::kRcInPad ? N : k) % Geo::kV) {}
+  TI_DEVICE constexpr explicit RcSlot(int k) : j(Geo::kRcInPad ? N : k), c(j / Geo::kV), v(j % Geo::kV) {}
 };
 
 // Entry j of step k's broadcast row: the pivot slot's entry, the pivot's reciprocal `rc` at RcSlot, zeros past N.
