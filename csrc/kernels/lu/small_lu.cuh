@@ -250,13 +250,11 @@ struct Geometry {
   // last chunk has some, else in place of entry k at step k (entry k is known to the readers: 1 in the inverse, the
   // pivot itself in the LU), so that the reciprocal takes no chunk of its own (float n = 16: 4 chunks, not 5) and is
   // read from a chunk that the update reads anyway (RcSlot). H200, small_lu_harness.cu against a separate entry N
-  // read on its own, n <= 16: inverse 1.00-1.11x, LU 0.96-1.07x, the same bits (history_rc_slot_ab.log).
-  // One matrix per warp (kRcApart: n > 16, a row per lane) keeps entry N, read on its own: there the chunk held
-  // across the update took registers (float64 n = 20 / 24: 80 -> 81 / 83, 3 -> 2 blocks of 8 warps per SM) and a
-  // benchmark run showed those n 5-7% slower.
-  static constexpr bool kRcApart = kGroups == 1;
-  static constexpr int RowPad = kRcApart ? round_up(N + 1, kV) : round_up(N, kV);
-  static constexpr bool kRcInPad = kRcApart || N % kV != 0;
+  // read on its own, the same bits: n <= 16 inverse 1.00-1.11x, LU 0.96-1.07x (history_rc_slot_ab.log); one matrix
+  // per warp (n > 16, a row per lane; the inverse takes the reciprocal's chunk first there, small_inverse_kernel)
+  // float64 inverse 0.99-1.05x, float32 0.96-1.10x, LU 0.95-1.09x (history_rc_slot_n17_ab.log).
+  static constexpr int RowPad = round_up(N, kV);
+  static constexpr bool kRcInPad = N % kV != 0;
   // Elements between the groups' pairs of broadcast rows (double buffer), padded against bank conflicts.
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
@@ -776,7 +774,7 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
       Chunk<T> ck{};
       if constexpr (G > 1) {
         warp_sync();
-        if (!Geo::kRcApart && rs.c >= (k + 1) / kV) {
+        if (rs.c >= (k + 1) / kV) {
           ck = reinterpret_cast<const Chunk<T>*>(row)[rs.c];
           rc = ck.v[rs.v];
         } else {
@@ -795,7 +793,7 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
 #pragma unroll
         for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
           const Chunk<T> ch =
-              (G > 1 && !Geo::kRcApart && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+              (G > 1 && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
           for (int s = 0; s < R; ++s) {
             if (!pivoted[s]) {
@@ -895,17 +893,10 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       swap_positions<R>(is_piv, pos, k, pr);
       constexpr int kV = Geo::kV;
       if constexpr (G > 1) warp_sync();
-      // The reciprocal: from its chunk, which the update reads anyway, or (one matrix per warp, Geometry::kRcApart)
-      // from entry N on its own.
+      // The reciprocal, from its chunk, which the update reads anyway.
       const RcSlot<T, N, R> rs(k);
-      constexpr bool kApart = Geo::kRcApart;
-      Chunk<T> ck{};
-      if constexpr (kApart) {
-        rc = row[N];
-      } else {
-        ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
-        rc = ck.v[rs.v];
-      }
+      const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
+      rc = ck.v[rs.v];
       // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1; where
       // it may hold the reciprocal instead, entry k becomes 0 - f * 1 without reading it.
       T f[R];
@@ -913,19 +904,23 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       for (int s = 0; s < R; ++s) {
         if (!is_piv[s]) {
           f[s] = mul(a[s][k], rc);
-          a[s][k] = kApart ? zero_of(T{}) : fnms(zero_of(T{}), f[s], one_of(T{}));
+          a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
         }
       }
+      // With one matrix per warp the update starts at the reciprocal's chunk, so that it is not held in registers
+      // across the others (ptxas, float64 n = 18 / 20 / 24: 80 / 81 / 83 registers in order, 76 / 78 / 80 so).
+      constexpr int kChunks = Geo::RowPad / kV;
 #pragma unroll
-      for (int c = 0; c < Geo::RowPad / kV; ++c) {
-        const Chunk<T> ch = !kApart && c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+      for (int q = 0; q < kChunks; ++q) {
+        const int c = Geo::kGroups == 1 ? (rs.c + q) % kChunks : q;
+        const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
 #pragma unroll
             for (int v = 0; v < kV; ++v) {
               const int j = c * kV + v;
-              if (j < N && (kApart || j != k)) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
+              if (j < N && j != k) a[s][j] = fnms(a[s][j], f[s], ch.v[v]);
             }
           }
         }
