@@ -353,15 +353,17 @@ TI_DEVICE void put_chunks(T* tile, const Chunk<T> (&v)[chunk_iters(kChunks)], in
 
 // Coalesced copy of the warp's `valid` elements (whole matrices, contiguous in memory) into the padded tile
 // (matrices GS elements apart). A full warp whose data is 16-byte aligned moves 16-byte chunks without bounds
-// checks; the last warp of the grid (or unaligned data) moves single elements.
+// checks; the last warp of the grid (or unaligned data), or every warp with `kByElements`, moves single elements:
+// one global access per element, but consecutive lanes then store consecutive tile entries, where a chunk's
+// elements go to the tile one store each with lanes 16 bytes apart (2-4x the shared-memory wavefronts).
 // `Groups`: matrices per warp (Geometry's count for R rows per lane unless given); `SS`: the tile's row stride.
 template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1, int Groups = Geometry<T, N, R>::kGroups,
-          int SS = Geometry<T, N>::S>
+          int SS = Geometry<T, N>::S, bool kByElements = false>
 TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
   using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
   constexpr int kElems = Groups * N * N, kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
-  constexpr bool kChunked = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  constexpr bool kChunked = !kByElements && (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
   if (kChunked && valid == kElems && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
     constexpr int kChunks = kElems / kV;
     Chunk<T> v[chunk_iters(kChunks)];
@@ -383,12 +385,12 @@ TI_DEVICE void load_tile(const T* src, T* tile, int valid, int lane) {
 }
 
 template <typename T, int N, int GS = N * Geometry<T, N>::S, int R = 1, int Groups = Geometry<T, N, R>::kGroups,
-          int SS = Geometry<T, N>::S>
+          int SS = Geometry<T, N>::S, bool kByElements = false>
 TI_DEVICE void store_tile(T* dst, const T* tile, int valid, int lane) {
   using Geo = Geometry<T, N, R>;
   constexpr int kV = Geo::kV;
   constexpr int kElems = Groups * N * N, kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
-  constexpr bool kChunked = (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
+  constexpr bool kChunked = !kByElements && (kElems * static_cast<int>(sizeof(T))) % 16 == 0 && sizeof(T) * kV == 16;
   if (kChunked && valid == kElems && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
     constexpr int kChunks = kElems / kV;
     constexpr int kIters = (kChunks + kWarpSize - 1) / kWarpSize;
@@ -1008,8 +1010,10 @@ __global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, in
 // two shared-memory wavefronts), and each of the pivot row's H lanes writes 1 / H of it, with about the registers of
 // one row per lane. The multipliers come from the part that holds column k (R shuffles per step, issued while the
 // pivot is searched); the pivot search runs in that part. Every entry goes through the same operations as in
-// small_inverse_kernel, so the results are the same bit for bit. CUDA only in practice: with 64-wide wavefronts
-// one row per lane already covers n <= 32 (kSupported is false).
+// small_inverse_kernel, so the results are the same bit for bit. The matrix is staged by elements (load_tile's
+// kByElements; H200, split_inverse_harness.cu, float64 n = 32 at 4 and 8 warps per block: 1.04x against 16-byte
+// chunks, the same bits; history_rc_slot_n17_ab.log). CUDA only in practice: with 64-wide wavefronts one row per
+// lane already covers n <= 32 (kSupported is false).
 template <typename T, int N, int H>
 struct SplitGeometry {
   static_assert(H == 2 || H == 4, "2 or 4 column parts");
@@ -1039,7 +1043,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
   const WarpSmem<T, N, 1, SG> sm(smem_raw + warp * SG::kWarpSmemBytes);
   const int64_t m = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + warp;
   if (m >= batch) return;  // warp-uniform: a working warp has every lane for the shuffles
-  load_tile<T, N, N * S, 1, 1>(in + m * (N * N), sm.tile, N * N, lane);
+  load_tile<T, N, N * S, 1, 1, S, true>(in + m * (N * N), sm.tile, N * N, lane);
   warp_sync();
   const int h = lane / G, i = lane % G;
   T a[R][W];
@@ -1162,7 +1166,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
     }
   }
   warp_sync();
-  store_tile<T, N, N * S, 1, 1>(out + m * (N * N), sm.tile, N * N, lane);
+  store_tile<T, N, N * S, 1, 1, S, true>(out + m * (N * N), sm.tile, N * N, lane);
   if (lane == 0) info[m] = my_info;
 }
 
