@@ -6,8 +6,8 @@
 #   mkdir -p abtest/old/kernels/lu && git show REF:csrc/kernels/lu/small_lu.cuh > abtest/old/kernels/lu/small_lu.cuh
 #   bash tools/lu_ab.sh          (on the GPU machine; OUT gets compare_<variant>.txt and old1.txt)
 # BUILD=1 also builds the extension alongside (8 jobs).
-# VARIANTS="name:flags ..." builds the working tree once per variant with extra nvcc flags (default "new:", one build
-# without any); each is compared with the old build (compare_<name>.txt).
+# VARIANTS="name:flags ..." builds the working tree once per variant with extra nvcc flags, commas between several
+# (default "new:", one build without any); each is compared with the old build (compare_<name>.txt).
 set -u
 FINAL=${OUT:-/tmp/ab_out}; OUT=/tmp/ab; mkdir -p "$OUT" "$FINAL"
 OLD=${OLD:-abtest/old}
