@@ -794,8 +794,7 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
         }
 #pragma unroll
         for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
-          const Chunk<T> ch =
-              (G > 1 && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+          const Chunk<T> ch = (G > 1 && c == rs.c) ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
 #pragma unroll
           for (int s = 0; s < R; ++s) {
             if (!pivoted[s]) {
@@ -910,7 +909,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
         }
       }
       // With one matrix per warp the update starts at the reciprocal's chunk, so that it is not held in registers
-      // across the others (ptxas, float64 n = 18 / 20 / 24: 80 / 81 / 83 registers in order, 76 / 78 / 80 so).
+      // across the others (ptxas, float64 n = 18 / 20 / 24: 80 / 81 / 83 registers in order, 76 / 78 / 80 rotated).
       constexpr int kChunks = Geo::RowPad / kV;
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
