@@ -439,8 +439,11 @@ FUSED_SHAPES = [(6, 4), (4, 6), (12, 18), (18, 12), (1002, 1500), (1500, 1002), 
 def test_rotation_fused_into_row_shuffle(esize):
     # gcd(m, n) > 1: the C2R pre-rotation (R2C post-rotation) runs inside the row shuffle; bands of one row
     # (TORCH_INPLACE_GPU_ROW_BLOCK_BYTES=1) give many chunks and blocks waiting on their neighbours. The unfused
-    # steps (TORCH_INPLACE_GPU_FUSE_ROTATION=0) stay reachable and agree.
-    for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0")):
+    # steps (TORCH_INPLACE_GPU_FUSE_ROTATION=0) stay reachable and agree. Two band buffers (the next band staged
+    # while the current one is shuffled) are forced on and off (TORCH_INPLACE_GPU_FUSE_BUFFERS).
+    for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0"),
+                  dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2"), dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="1"),
+                  dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
         with env(**knobs, **NO_ONCHIP):
             for shape in FUSED_SHAPES:
                 if math.prod(shape) * esize > (1 << 28):
@@ -455,6 +458,10 @@ def test_rotation_fused_explains_and_wide_rows():
         assert "pre-rotation (gcd 2) fused" in p.explanation, p.explanation
         p = torch_inplace.plan((8186, 8198), torch.float32, "cuda")
         assert "post-rotation (gcd 2) fused" in p.explanation, p.explanation
+        # rows of 64 KB: head and band take more than half an SM's shared memory, so two band buffers
+        p = torch_inplace.plan((8198, 8186), torch.float64, "cuda")
+        assert "two band buffers" in p.explanation, p.explanation
+        assert "two band buffers" not in torch_inplace.plan((8198, 2050), torch.float32, "cuda").explanation
         # batched, or c - 1 rows that do not fit twice in shared memory: the rotation keeps its own step
         for shape in [(2, 1002, 1500), (3000, 1000)]:
             p = torch_inplace.plan(shape, torch.float32, "cuda")
@@ -475,3 +482,19 @@ def test_rotation_fused_explains_and_wide_rows():
             assert "fused" in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
             check(shape, esize)
             check(shape[::-1], esize)
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_row_shuffle_unaligned_rows(esize):
+    # The shared-memory row shuffle stages a block's rows with 16-byte copies from wherever they start
+    # (stage_contiguous in kernels/transpose/catanzaro.cuh): with rows of an odd length and one row per block
+    # (TORCH_INPLACE_GPU_ROW_BLOCK_BYTES=1) the blocks' first rows start at every offset mod 16 bytes. gcd 1 (the
+    # c == 1 row walks), gcd > 1 (the R2C post-rotation fused into the row shuffle stages that way too), rows
+    # longer and shorter than a block, one and several rows per block.
+    shapes = [(300, 1031), (1031, 300), (1200, 1030), (1030, 1200), (389, 211), (211, 389), (64 * 9, 66 * 5),
+              (1001, 1003), (1003, 1001)]
+    for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
+        with env(**knobs, **NO_ONCHIP):
+            for shape in shapes:
+                for algorithm in ("c2r", "r2c"):
+                    check(shape, esize, algorithm)

@@ -62,6 +62,28 @@ TI_DEVICE void warp_sync() {
 #endif
 }
 
+// One element global -> shared without a register round trip (cp.async, sm_80 and up; 4, 8 or 16 bytes): a thread
+// can have every copy of its share in flight at once; copy_async_wait() then the block barrier before the data is
+// read. Elsewhere (HIP, other sizes) a plain load and store, and copy_async_wait() does nothing.
+template <typename T>
+TI_DEVICE void copy_async(T* sdst, const T* gsrc) {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(sdst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gsrc), "n"(sizeof(T)) : "memory");
+    return;
+  }
+#endif
+  *sdst = *gsrc;
+}
+
+// Waits for this thread's copy_async copies.
+TI_DEVICE void copy_async_wait() {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 // The value unchanged, but opaque to the optimizer: values computed from it inside a loop are not hoisted out of
 // the loop as invariants (which for lane-dependent shared-memory addresses costs a register per address).
 TI_DEVICE int opaque(int v) {

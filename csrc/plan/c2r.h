@@ -17,6 +17,11 @@
 namespace torch_inplace {
 namespace c2r {
 
+// Bytes of shared memory that hold `bytes` of contiguous rows staged with 16-byte copies (the GPU row shuffle's
+// stage_contiguous): the copy starts up to 15 bytes into its buffer, so that shared and global addresses agree
+// mod 16, and the next buffer starts 16-byte aligned.
+TI_HOST_DEVICE int64_t staged_bytes(int64_t bytes) { return (bytes + 15) / 16 * 16 + 16; }
+
 // (x * y) mod m for 0 <= x, y < m without overflow (128-bit product only when the operands are large).
 TI_HOST_DEVICE int64_t mulmod(int64_t x, int64_t y, int64_t m) {
   if (((x | y) >> 31) == 0) return (x * y) % m;

@@ -83,10 +83,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // Row shuffle.
   const int64_t row_bytes = n * es;
   const bool rows_global = env_is("TORCH_INPLACE_GPU_ROWS", "global");
-  if (row_bytes <= budget && !rows_global) {
+  // c2r::staged_bytes: the rows are staged with 16-byte copies, up to 31 bytes more than the rows themselves.
+  if (c2r::staged_bytes(row_bytes) <= budget && !rows_global) {
     g.row_block = std::max<int64_t>(1, std::min<int64_t>(row_block_bytes / row_bytes, m * p.batch));
-    g.row_block = std::min<int64_t>(g.row_block, std::max<int64_t>(1, budget / row_bytes));
-    g.row_smem = g.row_block * row_bytes;
+    g.row_block = std::min<int64_t>(g.row_block, std::max<int64_t>(1, (budget - 31) / row_bytes));
+    g.row_smem = c2r::staged_bytes(g.row_block * row_bytes);
   } else if (!rows_global && max_cluster > 1 && ceil_div(row_bytes, budget) <= max_cluster) {
     // A row too long for one block: split over a cluster's distributed shared memory, still one pass.
     g.row_cluster = ceil_div(row_bytes, budget);
@@ -152,10 +153,17 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   if (fuse_rotation && plan.c2r.c > 1 && super == 1 && p.batch == 1 && g.row_block > 0 &&
       !env_is("TORCH_INPLACE_GPU_FUSE_ROTATION", "0")) {
     const int64_t head = std::max(g.row_block, plan.c2r.c - 1);
-    if (head <= m && head < (int64_t{1} << 31) && (head + g.row_block) * row_bytes <= budget) {
+    const int64_t head_smem = c2r::staged_bytes(head * row_bytes), band_smem = c2r::staged_bytes(g.row_block * row_bytes);
+    if (head <= m && head < (int64_t{1} << 31) && head_smem + band_smem <= budget) {
       g.fuse_head = head;
       g.fuse_rows = g.row_block;
-      g.fuse_smem = (head + g.row_block) * row_bytes;
+      // Two band buffers where one block per SM would run anyway (head and band over half an SM's shared memory:
+      // nothing else overlaps the block's staging) and they fit; TORCH_INPLACE_GPU_FUSE_BUFFERS=1|2 chooses.
+      const int64_t want = env_int("TORCH_INPLACE_GPU_FUSE_BUFFERS", 0);
+      const bool fits2 = head_smem + 2 * band_smem <= budget;
+      const bool alone = 2 * (head_smem + band_smem) > caps.smem_per_block;
+      g.fuse_bufs = fits2 && (want == 2 || (want != 1 && alone)) ? 2 : 1;
+      g.fuse_smem = head_smem + g.fuse_bufs * band_smem;
       g.fuse_flags_off = off;
       g.fuse_flags_bytes = align64(4 * std::min<int64_t>(m / head, int64_t{32} * std::max(1, caps.num_sms)));
       off += g.fuse_flags_bytes;
@@ -183,7 +191,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   if (g.fuse_head > 0) {
     plan.reason += std::string("; the ") + (plan.variant == 1 ? "post" : "pre") + "-rotation (gcd " +
                    std::to_string(plan.c2r.c) + ") fused into the row shuffle (one cooperative kernel; chunks of rows " +
-                   "with a head of " + std::to_string(g.fuse_head) + ", bands of " + std::to_string(g.fuse_rows) + ")";
+                   "with a head of " + std::to_string(g.fuse_head) + ", bands of " + std::to_string(g.fuse_rows) +
+                   (g.fuse_bufs > 1 ? ", two band buffers" : "") + ")";
   }
   plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
                  : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"

@@ -95,6 +95,7 @@ struct Plan {
     // then bands of fuse_rows rows; fuse_smem bytes per block (head + band), at most fuse_flags_bytes / 4 blocks,
     // one flag word each at fuse_flags_off (kernels/transpose/catanzaro.cuh).
     int64_t fuse_head = 0, fuse_rows = 0, fuse_smem = 0, fuse_flags_off = 0, fuse_flags_bytes = 0;
+    int64_t fuse_bufs = 0;  // band buffers (2: the next band's copies in flight during the current band's shuffle)
     // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
     // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
     int64_t super = 1, tile_smem = 0;

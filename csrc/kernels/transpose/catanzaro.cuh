@@ -107,6 +107,8 @@ struct CatIdx {
     return w;
   }
   TI_HOST_DEVICE U gather_walk_src(const GatherWalk& w) const { return w.s + w.fr * b; }
+  // c == 1: f mod c is always 0 and f / c never carries, so the walk is one modular add (the source is w.s).
+  TI_HOST_DEVICE void gather_walk_next_c1(GatherWalk& w) const { w.s = add_mod(w.s, rs_s, b); }
   TI_HOST_DEVICE void gather_walk_next(GatherWalk& w) const {
     const bool carry = w.fr + rs_c >= c;  // f / c steps once more
     w.fr = add_mod(w.fr, rs_c, c);
@@ -123,6 +125,16 @@ struct CatIdx {
     return w;
   }
   TI_HOST_DEVICE U scatter_walk_src(const ScatterWalk& w) const { return dm_n.mod(w.x + w.y); }
+  // c == 1 (b == n): j / b == 0 along a row, so x stays i; kept here reduced mod n, the source is an add mod n.
+  TI_HOST_DEVICE ScatterWalk scatter_walk_at_c1(U i, U j) const {
+    ScatterWalk w;
+    w.jr = j;
+    w.x = dm_n.mod(i);
+    w.y = dm_n.mod(j * m);
+    return w;
+  }
+  TI_HOST_DEVICE U scatter_walk_src_c1(const ScatterWalk& w) const { return add_mod(w.x, w.y, n); }
+  TI_HOST_DEVICE void scatter_walk_next_c1(ScatterWalk& w) const { w.y = add_mod(w.y, rs_y, n); }
   TI_HOST_DEVICE void scatter_walk_next(ScatterWalk& w) const {
     const bool carry = w.jr + rs_b >= b;  // j / b steps once more
     w.jr = add_mod(w.jr, rs_b, b);
@@ -233,10 +245,13 @@ TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
 constexpr int kSlotThreads = 1024;
 constexpr int kColThreads = 1024;
 
-// Shuffles cnt elements of whole rows staged in sm (row stride nk; the first is matrix row i0) and hands each
-// result to store(t, v), t its flat index in the staged rows: store writes it (in place, or to its rotated row).
-template <typename T, typename U, bool kC2R, typename Store>
-TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt, Store store) {
+// Shuffles cnt elements of whole rows staged in sm (row stride nk; the first is matrix row i0) and writes each
+// result: kRotOut == false to out[t], t its flat index in the staged rows (out: the rows in place); kRotOut (R2C,
+// one matrix, k == 1) row i, column j to out[((i + j / b) mod m) * nk + j], the R2C post-rotation fused in (out:
+// the matrix). kC1: the caller knows c == gcd(m, n) == 1, and the row walks drop their c terms.
+template <typename T, typename U, bool kC2R, bool kC1 = false, bool kRotOut = false>
+TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt, T* __restrict__ out) {
+  static_assert(!(kC2R && kRotOut), "the rotated store is R2C's post-rotation");
   constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));  // 32 bytes in flight per thread
   const U nk = P.nk, m = P.m;
   if (P.k == 1 && nk > static_cast<U>(blockDim.x) && blockDim.x == P.rs_step) {
@@ -244,13 +259,13 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
     // row the source column follows by row_walk increments, and a new row restarts the walk.
     U r = 0, j = threadIdx.x, i = i0;
     const U B = static_cast<U>(blockDim.x);
-    bool tail = kC2R && i + P.c > m;
+    bool tail = kC2R && !kC1 && i + P.c > m;  // c == 1: i + 1 <= m always
     typename CatIdx<U>::GatherWalk gw{};
     typename CatIdx<U>::ScatterWalk sw{};
     if (kC2R) {
       if (!tail) gw = P.gather_walk_at(i, j);
     } else {
-      sw = P.scatter_walk_at(i, j);
+      sw = kC1 ? P.scatter_walk_at_c1(i, j) : P.scatter_walk_at(i, j);
     }
     for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
       T v[K];
@@ -258,8 +273,15 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
       for (int s = 0; s < K; ++s) {
         const U t = t0 + static_cast<U>(s) * blockDim.x;
         if (t < cnt) {
-          const U src = kC2R ? (tail ? P.row_gather(i, j) : P.gather_walk_src(gw)) : P.scatter_walk_src(sw);
+          U src;
+          if (kC2R) {
+            src = kC1 ? gw.s : (tail ? P.row_gather(i, j) : P.gather_walk_src(gw));
+          } else {
+            src = kC1 ? P.scatter_walk_src_c1(sw) : P.scatter_walk_src(sw);
+          }
           v[s] = sm[r * nk + src];
+          // The rotated store goes at once (kept for the loop below, its offsets cost spills).
+          if constexpr (kRotOut) out[(kC1 ? i : sw.x) * nk + j] = v[s];
         }
         j += B;
         if (j >= nk) {  // next row (B < nk: exactly one)
@@ -267,21 +289,29 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
           ++r;
           if (++i == m) i = 0;
           if (kC2R) {
-            tail = i + P.c > m;
+            tail = !kC1 && i + P.c > m;
             if (!tail) gw = P.gather_walk_at(i, j);
           } else {
-            sw = P.scatter_walk_at(i, j);
+            sw = kC1 ? P.scatter_walk_at_c1(i, j) : P.scatter_walk_at(i, j);
           }
         } else if (kC2R) {
-          if (!tail) P.gather_walk_next(gw);
+          if (kC1) {
+            P.gather_walk_next_c1(gw);
+          } else if (!tail) {
+            P.gather_walk_next(gw);
+          }
+        } else if (kC1) {
+          P.scatter_walk_next_c1(sw);
         } else {
           P.scatter_walk_next(sw);
         }
       }
+      if constexpr (!kRotOut) {
 #pragma unroll
-      for (int s = 0; s < K; ++s) {
-        const U t = t0 + static_cast<U>(s) * blockDim.x;
-        if (t < cnt) store(t, v[s]);
+        for (int s = 0; s < K; ++s) {
+          const U t = t0 + static_cast<U>(s) * blockDim.x;
+          if (t < cnt) out[t] = v[s];
+        }
       }
     }
     return;
@@ -299,48 +329,84 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
         while (i >= m) i -= m;  // a block's rows span at most a few matrices
         const U src = kC2R ? P.row_gather(i, j) : P.row_scatter2(i, j);
         v[s] = sm[r * nk + src * P.k + sub];
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      const U t = t0 + static_cast<U>(s) * blockDim.x;
-      if (t < cnt) store(t, v[s]);
-    }
-  }
-}
-
-// Stages cnt elements into sm: sm[t] = src[t] (rotated == false), or, for rows r0 + t / nk of one matrix,
-// sm[t] = row (r0 + t / nk + j / b) mod m, column j = t mod nk (the C2R pre-rotation, eq. 23).
-template <typename T, typename U, bool kRotated>
-TI_DEVICE void stage_rows(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
-  constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
-  const U nk = P.nk, m = P.m;
-  const T* g = base + static_cast<int64_t>(r0) * nk;
-  for (U t0 = threadIdx.x; t0 < cnt; t0 += blockDim.x * K) {
-    T v[K];
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      const U t = t0 + static_cast<U>(s) * blockDim.x;
-      if (t < cnt) {
-        if (kRotated) {
-          U j, rem;
-          const U r = P.dm_nk.div(t, &j);
-          const U i = r0 + r + P.dm_b.div(j, &rem);  // < 2m
-          v[s] = base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j];
-        } else {
-          v[s] = g[t];
+        if constexpr (kRotOut) {
+          U rem;
+          const U x = i + P.dm_b.div(j, &rem);  // < 2m
+          out[(x >= m ? x - m : x) * nk + j] = v[s];
         }
       }
     }
+    if constexpr (!kRotOut) {
 #pragma unroll
-    for (int s = 0; s < K; ++s) {
-      const U t = t0 + static_cast<U>(s) * blockDim.x;
-      if (t < cnt) sm[t] = v[s];
+      for (int s = 0; s < K; ++s) {
+        const U t = t0 + static_cast<U>(s) * blockDim.x;
+        if (t < cnt) out[t] = v[s];
+      }
     }
   }
 }
 
-template <typename T, typename U, bool kC2R>
+// Stages rows r0, r0 + 1, ... of one matrix (cnt elements, whole rows) into sm rotated: sm[t] = row
+// (r0 + t / nk + j / b) mod m, column j = t mod nk (the C2R pre-rotation, eq. 23). Copies through copy_async:
+// copy_async_wait() and a block barrier before sm is read.
+template <typename T, typename U>
+TI_DEVICE void stage_rows_rotated(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
+  const U nk = P.nk, m = P.m;
+  if (nk >= static_cast<U>(blockDim.x)) {
+    // Rows at least a block long: row by row, thread x takes columns x, x + B, ...; the source row
+    // r0 + r + j / b moves on by whole groups of b columns, followed with adds instead of the two divisions per
+    // element below.
+    const U B = static_cast<U>(blockDim.x), b = P.b;
+    U jr0, step_r;
+    const U g0 = P.dm_b.div(static_cast<U>(threadIdx.x), &jr0);
+    const U step_g = P.dm_b.div(B, &step_r);
+    for (U r = 0, t = 0; t < cnt; ++r, t += nk) {
+      U g = g0, jr = jr0;
+      for (U j = threadIdx.x; j < nk; j += B) {
+        const U i = r0 + r + g;  // < 2m
+        copy_async(sm + t + j, base + static_cast<int64_t>(i >= m ? i - m : i) * nk + j);
+        jr += step_r;  // g, jr: (j + B) / b and (j + B) mod b
+        g += step_g;
+        if (jr >= b) {
+          jr -= b;
+          ++g;
+        }
+      }
+    }
+    return;
+  }
+  for (U t = threadIdx.x; t < cnt; t += blockDim.x) {
+    U j, rem;
+    const U r = P.dm_nk.div(t, &j);
+    const U i = r0 + r + P.dm_b.div(j, &rem);  // < 2m
+    copy_async(sm + t, base + static_cast<int64_t>(i >= m ? i - m : i) * nk + j);
+  }
+}
+
+// Stages cnt contiguous elements g[0, cnt) into shared memory with 16-byte copies: the copy starts at
+// sm + (address of g mod 16) / sizeof(T), so that each element keeps its global address mod 16, and a few
+// single elements go at either end. sm is 16-byte aligned with c2r::staged_bytes(cnt * sizeof(T)) bytes. Returns
+// where the copy starts. Copies through copy_async: copy_async_wait() and a block barrier before it is read.
+// The fp32 row shuffle was bound by instruction issue (Nsight Compute on an H200: SM throughput 76%, DRAM 37%),
+// and element copies took about a third of its instructions.
+template <typename T, typename U>
+TI_DEVICE T* stage_contiguous(T* sm, const T* __restrict__ g, U cnt) {
+  constexpr int A = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));  // elements per 16 bytes
+  const U mis = static_cast<U>((reinterpret_cast<uintptr_t>(g) / sizeof(T)) % A);
+  T* s = sm + mis;
+  const U head = (A - mis) % A < cnt ? (A - mis) % A : cnt;
+  const U nvec = (cnt - head) / A;
+  const U tail = head + nvec * A;
+  if (static_cast<U>(threadIdx.x) < head) copy_async(s + threadIdx.x, g + threadIdx.x);
+  for (U t = tail + threadIdx.x; t < cnt; t += blockDim.x) copy_async(s + t, g + t);
+  const uint4* gv = reinterpret_cast<const uint4*>(g + head);
+  uint4* sv = reinterpret_cast<uint4*>(s + head);
+  for (U x = threadIdx.x; x < nvec; x += blockDim.x) copy_async(sv + x, gv + x);
+  return s;
+}
+
+// kC1: c == 1 (the launcher's choice; the shuffle's row walks get simpler).
+template <typename T, typename U, bool kC2R, bool kC1>
 __global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                        int64_t total_rows, int rows_per_block) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -351,11 +417,12 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __
     const int rows = static_cast<int>(total_rows - row0 < rows_per_block ? total_rows - row0 : rows_per_block);
     const U cnt = static_cast<U>(rows) * nk;
     T* g = base + row0 * static_cast<int64_t>(nk);  // the block's rows are contiguous
-    stage_rows<T, U, false>(sm, g, P, U(0), cnt);
+    const T* staged = stage_contiguous<T, U>(sm, g, cnt);
+    copy_async_wait();
     __syncthreads();
     const int64_t mat0 = row0 / static_cast<int64_t>(P.m);
     const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(P.m));
-    shuffle_staged_rows<T, U, kC2R>(sm, P, i0, cnt, [&](U t, const T& v) { g[t] = v; });
+    shuffle_staged_rows<T, U, kC2R, kC1>(staged, P, i0, cnt, g);
     __syncthreads();
   }
 }
@@ -393,56 +460,75 @@ TI_DEVICE void chunk_flag_wait(unsigned* flag) {
   __syncthreads();
 }
 
+// band_bufs == 2: two band buffers; the next band's copies (copy_async) are in flight while the block shuffles
+// the current one. Where a block's head and band fill more than half an SM's shared memory, one block runs per SM
+// and, with one buffer, nothing else overlaps its staging. The next band's rows are disjoint from the rows the
+// current band writes (C2R: the band's own rows, and the next band starts past them; R2C: the band's rows and
+// the c - 1 after it, and the next band comes before it), so the schedule above holds.
 template <typename T, typename U, bool kC2R>
 __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                          uint32_t head_rows, uint32_t band_rows,
+                                                                         uint32_t band_bufs,
                                                                          unsigned* __restrict__ flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  // Each buffer 16-byte aligned with room for stage_contiguous.
   T* head = reinterpret_cast<T*>(smem_raw);
-  T* work = head + static_cast<int64_t>(head_rows) * P.nk;
+  T* work[2];
+  work[0] = head + c2r::staged_bytes(static_cast<int64_t>(head_rows) * P.nk * sizeof(T)) / sizeof(T);
+  work[1] = work[0] + c2r::staged_bytes(static_cast<int64_t>(band_rows) * P.nk * sizeof(T)) / sizeof(T);
+  const bool two = band_bufs > 1;
   const U m = P.m, nk = P.nk;
   const uint32_t G = gridDim.x, k = blockIdx.x;
   const U r_lo = static_cast<U>(static_cast<uint64_t>(k) * m / G);
   const U r_hi = static_cast<U>(static_cast<uint64_t>(k + 1) * m / G);
   const U h1 = r_lo + head_rows;  // <= r_hi
   const U nbands = (r_hi - h1 + band_rows - 1) / band_rows;
-  auto plain = [&](U r0) { return [=](U t, const T& v) { base[static_cast<int64_t>(r0) * nk + t] = v; }; };
-  auto rotated = [&](U r0) {
-    return [=, &P](U t, const T& v) {
-      U j, rem;
-      const U r = P.dm_nk.div(t, &j);
-      const U i = r0 + r + P.dm_b.div(j, &rem);
-      base[static_cast<int64_t>(i >= m ? i - m : i) * nk + j] = v;
-    };
-  };
+  auto rows_at = [&](U r0) { return base + static_cast<int64_t>(r0) * nk; };
+  auto band_r0 = [&](U bi) { return h1 + bi * band_rows; };
+  auto band_cnt = [&](U bi) { return (r_hi - band_r0(bi) < band_rows ? r_hi - band_r0(bi) : band_rows) * nk; };
   const U hcnt = static_cast<U>(head_rows) * nk;
-  stage_rows<T, U, kC2R>(head, base, P, r_lo, hcnt);
+  // C2R stages rows rotated (element by element), R2C as they are (16-byte copies).
   if (kC2R) {
-    if (nbands == 0) chunk_flag_set(flags + k);
+    stage_rows_rotated<T, U>(head, base, P, r_lo, hcnt);
+    if (two && nbands > 0) stage_rows_rotated<T, U>(work[0], base, P, band_r0(0), band_cnt(0));
+    if (nbands == 0) {
+      copy_async_wait();
+      chunk_flag_set(flags + k);
+    }
     for (U bi = 0; bi < nbands; ++bi) {
-      const U r0 = h1 + bi * band_rows;
-      const U cnt = ((r_hi - r0 < band_rows) ? r_hi - r0 : band_rows) * nk;
-      __syncthreads();
-      stage_rows<T, U, true>(work, base, P, r0, cnt);
-      __syncthreads();
+      T* w = work[two ? (bi & 1) : 0];
+      if (!two) {
+        __syncthreads();  // the previous band's shuffle is done with the buffer
+        stage_rows_rotated<T, U>(w, base, P, band_r0(bi), band_cnt(bi));
+      }
+      copy_async_wait();
+      __syncthreads();  // band bi (and the head) staged; two: every thread is done with band bi - 1's buffer
       if (bi + 1 == nbands) chunk_flag_set(flags + k);
-      shuffle_staged_rows<T, U, true>(work, P, r0, cnt, plain(r0));
+      if (two && bi + 1 < nbands) stage_rows_rotated<T, U>(work[(bi + 1) & 1], base, P, band_r0(bi + 1), band_cnt(bi + 1));
+      shuffle_staged_rows<T, U, true>(w, P, band_r0(bi), band_cnt(bi), rows_at(band_r0(bi)));
     }
     chunk_flag_wait(flags + (k == 0 ? G - 1 : k - 1));
-    shuffle_staged_rows<T, U, true>(head, P, r_lo, hcnt, plain(r_lo));
+    shuffle_staged_rows<T, U, true>(head, P, r_lo, hcnt, rows_at(r_lo));
   } else {
+    const T* hs = stage_contiguous<T, U>(head, rows_at(r_lo), hcnt);
+    copy_async_wait();
     chunk_flag_set(flags + k);
+    const T* next = nullptr;
+    if (two && nbands > 0) next = stage_contiguous<T, U>(work[(nbands - 1) & 1], rows_at(band_r0(nbands - 1)), band_cnt(nbands - 1));
     for (U bi = nbands; bi-- > 0;) {
-      const U r0 = h1 + bi * band_rows;
-      const U cnt = ((r_hi - r0 < band_rows) ? r_hi - r0 : band_rows) * nk;
-      __syncthreads();
-      stage_rows<T, U, false>(work, base, P, r0, cnt);
-      __syncthreads();
+      const T* ws = next;
+      if (!two) {
+        __syncthreads();  // the previous band's shuffle is done with the buffer
+        ws = stage_contiguous<T, U>(work[0], rows_at(band_r0(bi)), band_cnt(bi));
+      }
+      copy_async_wait();
+      __syncthreads();  // band bi staged; two: every thread is done with band bi + 1's buffer
+      if (two && bi > 0) next = stage_contiguous<T, U>(work[(bi - 1) & 1], rows_at(band_r0(bi - 1)), band_cnt(bi - 1));
       if (bi + 1 == nbands) chunk_flag_wait(flags + (k + 1 == G ? 0 : k + 1));
-      shuffle_staged_rows<T, U, false>(work, P, r0, cnt, rotated(r0));
+      shuffle_staged_rows<T, U, false, false, true>(ws, P, band_r0(bi), band_cnt(bi), base);
     }
     if (nbands == 0) chunk_flag_wait(flags + (k + 1 == G ? 0 : k + 1));
-    shuffle_staged_rows<T, U, false>(head, P, r_lo, hcnt, rotated(r_lo));
+    shuffle_staged_rows<T, U, false, false, true>(hs, P, r_lo, hcnt, base);
   }
 }
 
@@ -587,10 +673,12 @@ __global__ void __launch_bounds__(256) q_cycles_kernel(T* __restrict__ base, Cat
 namespace torch_inplace {
 namespace kernels {
 #define TI_INST_CAT(T, U)                                                                              \
-  template __global__ void row_shuffle_smem_kernel<T, U, true>(T*, CatIdx<U>, int64_t, int);           \
-  template __global__ void row_shuffle_smem_kernel<T, U, false>(T*, CatIdx<U>, int64_t, int);          \
-  template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t, unsigned*); \
-  template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t, unsigned*); \
+  template __global__ void row_shuffle_smem_kernel<T, U, true, false>(T*, CatIdx<U>, int64_t, int);    \
+  template __global__ void row_shuffle_smem_kernel<T, U, false, false>(T*, CatIdx<U>, int64_t, int);   \
+  template __global__ void row_shuffle_smem_kernel<T, U, true, true>(T*, CatIdx<U>, int64_t, int);     \
+  template __global__ void row_shuffle_smem_kernel<T, U, false, true>(T*, CatIdx<U>, int64_t, int);    \
+  template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t, uint32_t, unsigned*); \
+  template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t, uint32_t, unsigned*); \
   template __global__ void row_shuffle_gmem_kernel<T, U, true>(T*, T*, CatIdx<U>, int64_t);            \
   template __global__ void row_shuffle_gmem_kernel<T, U, false>(T*, T*, CatIdx<U>, int64_t);           \
   template __global__ void reflect_kernel<T, U>(T*, CatIdx<U>, int, bool, int64_t);                    \

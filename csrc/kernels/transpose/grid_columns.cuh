@@ -83,27 +83,6 @@ int grid_row_lanes(int step, int64_t R, int warp) {
   return L < warp ? L : warp;
 }
 
-// One element global -> shared without a register round trip (cp.async, sm_80 and up; 4, 8 or 16 bytes): a lane
-// can have every copy of its share of a panel in flight at once; grid_async_wait() before the block barrier.
-// Elsewhere (HIP, other sizes) a plain load and store.
-template <typename T>
-TI_DEVICE void grid_copy_async(T* sdst, const T* gsrc) {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(sdst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gsrc), "n"(sizeof(T)) : "memory");
-    return;
-  }
-#endif
-  *sdst = *gsrc;
-}
-
-TI_DEVICE void grid_async_wait() {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-
 // Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
 // rows per warp), those lanes along the row's run of columns.
 template <typename T, typename U>
@@ -161,7 +140,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
       return static_cast<int64_t>(slot - s0) * W + jj;
     };
     if (async_copy) {
-      for (U j = jlo + lane; j < jhi; j += L) grid_copy_async(sm + sm_index(j), src + j);
+      for (U j = jlo + lane; j < jhi; j += L) copy_async(sm + sm_index(j), src + j);
       continue;
     }
     for (U j = jlo + lane; j < jhi; j += L * K) {
@@ -178,7 +157,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
       }
     }
   }
-  if (async_copy) grid_async_wait();
+  if (async_copy) copy_async_wait();
 }
 
 // Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.

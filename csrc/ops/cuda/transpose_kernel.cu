@@ -232,12 +232,15 @@ struct Engine {
       CatIdx<U> Pw = P;
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
       return launch_cooperative(k, blocks, threads, g.fuse_smem, stream, data, Pw,
-                                static_cast<uint32_t>(g.fuse_head), static_cast<uint32_t>(g.fuse_rows), flags);
+                                static_cast<uint32_t>(g.fuse_head), static_cast<uint32_t>(g.fuse_rows),
+                                static_cast<uint32_t>(g.fuse_bufs), flags);
     }
     if (g.row_block > 0) {
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
-      auto k = c2r ? row_shuffle_smem_kernel<T, U, true> : row_shuffle_smem_kernel<T, U, false>;
+      const bool c1 = pl.c2r.c == 1;
+      auto k = c2r ? (c1 ? row_shuffle_smem_kernel<T, U, true, true> : row_shuffle_smem_kernel<T, U, true, false>)
+                   : (c1 ? row_shuffle_smem_kernel<T, U, false, true> : row_shuffle_smem_kernel<T, U, false, false>);
       TI_CHECK(allow_smem(k, g.row_smem));
       // One block per SM when a block's rows take more than half of an SM's shared memory: then 1024 threads.
       const int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
