@@ -22,7 +22,9 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          ((300, 7), 4, "onchip"), ((3, 65, 67), 8, "onchip"), ((1000, 999), 1, "onchip"), ((5, 301), 16, "onchip"),
          ((4000, 20), 2, "onchip"), ((2000, 1999), 4, "onchip"),
          # gcd > 1: the rotation fused into the row shuffle (chunks, heads, neighbour flags), both directions
-         ((1002, 1500), 4, "auto"), ((1500, 1002), 8, "auto"), ((12, 18), 2, "r2c")]
+         ((1002, 1500), 4, "auto"), ((1500, 1002), 8, "auto"), ((12, 18), 2, "r2c"),
+         # gcd 1 row walks over rows starting at every offset mod 16 bytes (16-byte staging)
+         ((1031, 300), 4, "c2r"), ((300, 1031), 2, "r2c")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "cluster", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_BUFFERS": "1", "TORCH_INPLACE_GPU_ONCHIP": "0"},
@@ -32,13 +34,16 @@ knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHI
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1", "TORCH_INPLACE_GPU_GRID_ROW_LANES": "4",
           "TORCH_INPLACE_GPU_ONCHIP": "0"},
-         {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0", "TORCH_INPLACE_GPU_ONCHIP": "0"}]
+         {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         # the fused rotation with two band buffers (the next band's copies in flight during a shuffle)
+         {"TORCH_INPLACE_GPU_FUSE_BUFFERS": "2", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1",
+          "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
 for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
-              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC"):
+              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC", "TORCH_INPLACE_GPU_FUSE_BUFFERS"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans
