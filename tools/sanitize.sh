@@ -43,7 +43,8 @@ bad = 0
 for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
-              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC", "TORCH_INPLACE_GPU_FUSE_BUFFERS"):
+              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
+              "TORCH_INPLACE_GPU_FUSE_BUFFERS"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

@@ -153,7 +153,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   if (fuse_rotation && plan.c2r.c > 1 && super == 1 && p.batch == 1 && g.row_block > 0 &&
       !env_is("TORCH_INPLACE_GPU_FUSE_ROTATION", "0")) {
     const int64_t head = std::max(g.row_block, plan.c2r.c - 1);
-    const int64_t head_smem = c2r::staged_bytes(head * row_bytes), band_smem = c2r::staged_bytes(g.row_block * row_bytes);
+    const int64_t head_smem = c2r::staged_bytes(head * row_bytes);
+    const int64_t band_smem = c2r::staged_bytes(g.row_block * row_bytes);
     if (head <= m && head < (int64_t{1} << 31) && head_smem + band_smem <= budget) {
       g.fuse_head = head;
       g.fuse_rows = g.row_block;

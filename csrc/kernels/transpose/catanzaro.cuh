@@ -280,7 +280,7 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
             src = kC1 ? P.scatter_walk_src_c1(sw) : P.scatter_walk_src(sw);
           }
           v[s] = sm[r * nk + src];
-          // The rotated store goes at once (kept for the loop below, its offsets cost spills).
+          // The rotated store goes at once: holding its offsets for the store loop below spilled registers.
           if constexpr (kRotOut) out[(kC1 ? i : sw.x) * nk + j] = v[s];
         }
         j += B;
@@ -504,7 +504,9 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
       copy_async_wait();
       __syncthreads();  // band bi (and the head) staged; two: every thread is done with band bi - 1's buffer
       if (bi + 1 == nbands) chunk_flag_set(flags + k);
-      if (two && bi + 1 < nbands) stage_rows_rotated<T, U>(work[(bi + 1) & 1], base, P, band_r0(bi + 1), band_cnt(bi + 1));
+      if (two && bi + 1 < nbands) {
+        stage_rows_rotated<T, U>(work[(bi + 1) & 1], base, P, band_r0(bi + 1), band_cnt(bi + 1));
+      }
       shuffle_staged_rows<T, U, true>(w, P, band_r0(bi), band_cnt(bi), rows_at(band_r0(bi)));
     }
     chunk_flag_wait(flags + (k == 0 ? G - 1 : k - 1));
@@ -514,7 +516,9 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
     copy_async_wait();
     chunk_flag_set(flags + k);
     const T* next = nullptr;
-    if (two && nbands > 0) next = stage_contiguous<T, U>(work[(nbands - 1) & 1], rows_at(band_r0(nbands - 1)), band_cnt(nbands - 1));
+    if (two && nbands > 0) {
+      next = stage_contiguous<T, U>(work[(nbands - 1) & 1], rows_at(band_r0(nbands - 1)), band_cnt(nbands - 1));
+    }
     for (U bi = nbands; bi-- > 0;) {
       const T* ws = next;
       if (!two) {
@@ -523,7 +527,9 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
       }
       copy_async_wait();
       __syncthreads();  // band bi staged; two: every thread is done with band bi + 1's buffer
-      if (two && bi > 0) next = stage_contiguous<T, U>(work[(bi - 1) & 1], rows_at(band_r0(bi - 1)), band_cnt(bi - 1));
+      if (two && bi > 0) {
+        next = stage_contiguous<T, U>(work[(bi - 1) & 1], rows_at(band_r0(bi - 1)), band_cnt(bi - 1));
+      }
       if (bi + 1 == nbands) chunk_flag_wait(flags + (k + 1 == G ? 0 : k + 1));
       shuffle_staged_rows<T, U, false, false, true>(ws, P, band_r0(bi), band_cnt(bi), base);
     }
@@ -677,8 +683,10 @@ namespace kernels {
   template __global__ void row_shuffle_smem_kernel<T, U, false, false>(T*, CatIdx<U>, int64_t, int);   \
   template __global__ void row_shuffle_smem_kernel<T, U, true, true>(T*, CatIdx<U>, int64_t, int);     \
   template __global__ void row_shuffle_smem_kernel<T, U, false, true>(T*, CatIdx<U>, int64_t, int);    \
-  template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t, uint32_t, unsigned*); \
-  template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t, uint32_t, unsigned*); \
+  template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t,     \
+                                                                uint32_t, unsigned*);                  \
+  template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t,    \
+                                                                 uint32_t, unsigned*);                 \
   template __global__ void row_shuffle_gmem_kernel<T, U, true>(T*, T*, CatIdx<U>, int64_t);            \
   template __global__ void row_shuffle_gmem_kernel<T, U, false>(T*, T*, CatIdx<U>, int64_t);           \
   template __global__ void reflect_kernel<T, U>(T*, CatIdx<U>, int, bool, int64_t);                    \
