@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A/B of the whole-GPU column kernel's gather / write-back variants on a GPU machine, in one call: build, the
+# column-engine GPU tests, benchmarks/compare_column_engines.py, per-kernel times, and the general benchmark groups
+# once per configuration. Logs under $OUT:
+#   OUT=/tmp/o CONFIGS="base: vec:TORCH_INPLACE_GPU_GRID_VEC=1 ..." GROUPS_=general_fp32 bash tools/grid_ab.sh
+# CONFIGS: name:VAR=VALUE,VAR=VALUE entries separated by spaces (an empty list after the colon: the defaults).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=$(realpath -m "${OUT:-out}")
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python3}
+CONFIGS=${CONFIGS:-"base: vecbulk:TORCH_INPLACE_GPU_GRID_VEC=1,TORCH_INPLACE_GPU_GRID_BULK=1"}
+GROUPS_=${GROUPS_:-general_fp32,general_fp64}
+STAGES=build bash tools/gpu_run.sh > "$OUT/ab.log" 2>&1 || { cat "$OUT/ab.log"; exit 1; }
+cat "$OUT/summary.txt"
+{
+  t0=$SECONDS
+  $PY -m pytest tests/test_transpose_gpu.py -q -x -p no:cacheprovider -k "grid_columns or column_engines" 2>&1 | tail -5
+  echo "tests $((SECONDS - t0))s"
+  t0=$SECONDS
+  (cd benchmarks && $PY compare_column_engines.py) 2>&1
+  echo "compare $((SECONDS - t0))s"
+  for cfg in $CONFIGS; do
+    name=${cfg%%:*}
+    vars=${cfg#*:}
+    t0=$SECONDS
+    echo "=== config $name ($vars)"
+    (IFS=,; for kv in $vars; do export "$kv"; done
+     $PY benchmarks/bench_transpose.py --only "$GROUPS_" --no-largest --out "$OUT/bench_$name" 2>&1 | grep SUMMARY
+     $PY benchmarks/profile_transpose_kernels.py 2>&1 | grep -E "^\(|col_grid|row_" | cut -c1-160 > "$OUT/profile_$name.log")
+    echo "config $name $((SECONDS - t0))s"
+  done
+} 2>&1 | tee -a "$OUT/ab.log"
