@@ -1,8 +1,7 @@
 """The GPU column-step engines side by side on a few general shapes: the planner's choice (whole-GPU panels where
 a block's runs are long enough), the cluster engine forced with TORCH_INPLACE_GPU_COLUMNS=cluster, and the
 whole-GPU panels with one and with two shared-memory buffers (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2), with the
-gather through registers, cp.async (TORCH_INPLACE_GPU_GRID_ASYNC=1) or 16-byte chunks (TORCH_INPLACE_GPU_GRID_VEC=1),
-and the write-back by the warps or by bulk copies (TORCH_INPLACE_GPU_GRID_BULK=1). Each cell
+gather through registers or cp.async (TORCH_INPLACE_GPU_GRID_ASYNC=0|1). Each cell
 is the median ms of the in-place transpose and, in brackets, its speed relative to `y.copy_(x.mT)` in the same
 run.
 
@@ -17,12 +16,8 @@ from bench_transpose import timed  # same directory; also puts the repository on
 SHAPES = [((13441, 9721), 4), ((17085, 15453), 4), ((10572, 10424), 4), ((17085, 15453), 8), ((4903, 11468), 8),
           ((3000, 17000), 4), ((19999, 2000), 8), ((2, 5000, 3001), 4)]
 CONFIGS = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "cluster"}, {"TORCH_INPLACE_GPU_GRID_BUFFERS": "1"},
-           {"TORCH_INPLACE_GPU_GRID_BUFFERS": "2"}, {"TORCH_INPLACE_GPU_GRID_ASYNC": "1"},
-           {"TORCH_INPLACE_GPU_GRID_VEC": "1", "TORCH_INPLACE_GPU_GRID_BULK": "0"},
-           {"TORCH_INPLACE_GPU_GRID_VEC": "0", "TORCH_INPLACE_GPU_GRID_BULK": "1"},
-           {"TORCH_INPLACE_GPU_GRID_VEC": "1", "TORCH_INPLACE_GPU_GRID_BULK": "1"},
-           {"TORCH_INPLACE_GPU_GRID_VEC": "1", "TORCH_INPLACE_GPU_GRID_BULK": "1", "TORCH_INPLACE_GPU_GRID_BUFFERS": "2"},
-           {"TORCH_INPLACE_GPU_GRID_VEC": "0", "TORCH_INPLACE_GPU_GRID_BULK": "0"}]
+           {"TORCH_INPLACE_GPU_GRID_BUFFERS": "2"}, {"TORCH_INPLACE_GPU_GRID_ASYNC": "0"},
+           {"TORCH_INPLACE_GPU_GRID_ASYNC": "1"}, {"TORCH_INPLACE_GPU_GRID_ASYNC": "1", "TORCH_INPLACE_GPU_GRID_ROW_LANES": "32"}]
 KNOBS = sorted({k for cfg in CONFIGS for k in cfg})
 REPS = 6
 

@@ -70,10 +70,6 @@ constexpr int64_t kGridColumnBuffers = 1;
 // 1.00-1.07x on its 8 shapes, but the medians over 200 general shapes did not move (fp32 0.832 vs 0.835, fp64
 // 0.643 vs 0.648), so off.
 constexpr int64_t kGridAsyncGather = 0;
-// The gather's global loads in 16-byte chunks (TORCH_INPLACE_GPU_GRID_VEC), and the write-back as one bulk copy
-// (TMA) per row from rows padded to their destination's 16-byte phase (TORCH_INPLACE_GPU_GRID_BULK; sm_90).
-constexpr int64_t kGridVecGather = 0;
-constexpr int64_t kGridBulkStore = 0;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -118,28 +114,18 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     const int64_t R = ceil_div(m, caps.num_sms);
     const int64_t nbuf = std::min<int64_t>(2, std::max<int64_t>(1, env_int("TORCH_INPLACE_GPU_GRID_BUFFERS",
                                                                            kGridColumnBuffers)));
-    // Bulk write-back: rows of S >= W + V - 1 elements (a multiple of V, the elements per 16 bytes), each starting at
-    // its destination's 16-byte phase, and a byte of phase per row and buffer.
-    // (max_cluster > 1: CUDA on sm_90 and up, where the copy engine takes bulk copies too)
-    const bool bulk = env_int("TORCH_INPLACE_GPU_GRID_BULK", kGridBulkStore) != 0 && caps.max_cluster > 1;
-    const int64_t V = es >= 16 ? 1 : 16 / es;
-    const int64_t pad_bytes = bulk ? (nbuf * R + 15) / 16 * 16 : 0;
-    int64_t W = std::min({n, m, (budget - pad_bytes) / (nbuf * R * es) - (bulk ? 2 * V - 1 : 0)});
+    int64_t W = std::min({n, m, budget / (nbuf * R * es)});
     W -= W % 2;  // even: the gather's diagonal writes to shared memory hit distinct banks
-    const int64_t S = bulk ? ceil_div(W + V - 1, V) * V : W;
     const bool forced_grid = env_is("TORCH_INPLACE_GPU_COLUMNS", "grid");
     const int64_t run_bytes = plan.variant == 1 ? kGridColumnRunBytesR2C : kGridColumnRunBytesC2R;
     if (W * es >= 256 && W >= 2 && (R * es >= run_bytes || forced_grid)) {
       g.grid_width = W;
-      g.grid_stride = S;
       g.grid_rows = R;
       g.grid_blocks = ceil_div(m, R);
-      g.grid_smem = nbuf * R * S * es + pad_bytes;
+      g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
       g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", kGridAsyncGather) != 0 && (es == 4 || es == 8 || es == 16);
-      g.grid_vec = !g.grid_async && es < 16 && env_int("TORCH_INPLACE_GPU_GRID_VEC", kGridVecGather) != 0;
-      g.grid_bulk = bulk;
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in
@@ -196,8 +182,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     plan.reason += "; columns in panels of " + std::to_string(g.grid_width) +
                    " through the shared memory of the whole GPU (one cooperative kernel, " +
                    std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows" +
-                   (g.grid_async ? ", gathered with cp.async" : g.grid_vec ? ", gathered in 16-byte chunks" : "") +
-                   (g.grid_bulk ? ", written back by bulk copies)" : ")");
+                   (g.grid_async ? ", gathered with cp.async)" : ")");
   } else if (g.col_cluster > 0) {
     plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
                    " blocks (panels of " + std::to_string(g.col_width) + " columns)";

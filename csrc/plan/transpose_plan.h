@@ -88,9 +88,6 @@ struct Plan {
     int64_t grid_buffers = 1;  // 2: a panel is written back while the next one is gathered
     int64_t grid_row_lanes = 0;  // lanes per band row of the gather (0: the kernel's rule, grid_row_lanes<T>)
     int64_t grid_async = 0;      // 1: the gather copies global -> shared with cp.async (4/8/16-byte elements)
-    int64_t grid_vec = 0;        // 1: the gather loads 16-byte chunks (1-8-byte elements)
-    int64_t grid_bulk = 0;       // 1: rows padded to their destination's 16-byte phase, written back by bulk copies
-    int64_t grid_stride = 0;     // elements per shared-memory row (grid_width, or more with grid_bulk)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     // Or (fuse_head > 0; c > 1, one matrix, rows in shared memory) the row shuffle fused with the C2R

@@ -28,66 +28,6 @@ namespace kernels {
 
 constexpr int kGridColThreads = 1024;
 
-// Gather / write-back variants of col_grid_kernel (its `mode` bits; gpu_plan.cpp picks them):
-//   kGridAsync  the gather copies element by element through cp.async (no register round trip);
-//   kGridVec    the gather loads 16-byte chunks of each band row's run (elements at its unaligned ends) and
-//               scatters their elements to their slots: a quarter (fp32) or half (fp64) of the global loads;
-//   kGridBulk   each slot row sits in shared memory at the 16-byte phase of its destination row (pad table beside
-//               the buffers), so the write-back is one bulk copy (TMA, cp.async.bulk) per row plus the few
-//               elements at its unaligned ends: the copy engine moves the panel out while the warps gather the
-//               next one. sm_90 only (elsewhere the warps write the padded rows back themselves).
-constexpr int kGridAsync = 1;
-constexpr int kGridVec = 2;
-constexpr int kGridBulk = 4;
-
-// Elements per 16-byte chunk.
-template <typename T>
-TI_HOST_DEVICE constexpr int chunk_elems() {
-  return sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
-}
-
-template <typename T>
-struct alignas(16) Chunk16 {
-  T e[chunk_elems<T>()];
-};
-
-// Shared -> global bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) by the calling thread,
-// and the helpers around it (sm_90; no-ops elsewhere, where bulk copies are never issued).
-TI_DEVICE void bulk_store(void* gdst, const void* ssrc, uint32_t bytes) {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(ssrc));
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst), "r"(s), "r"(bytes)
-               : "memory");
-#endif
-}
-// Closes this thread's bulk copies into a group.
-TI_DEVICE void bulk_commit() {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until all but this thread's newest `kPending` groups of bulk copies have read their shared-memory source.
-template <int kPending = 0>
-TI_DEVICE void bulk_wait_read() {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-// Orders this thread's ordinary shared-memory writes before later bulk copies that read them (async proxy).
-TI_DEVICE void fence_proxy_async_smem() {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
-TI_HOST_DEVICE constexpr bool bulk_store_available() {
-#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return true;
-#else
-  return false;
-#endif
-}
-
 // One panel of a column step: its columns [j0, j0 + w) of matrix `A` (already offset by j0), the coarse/fine split,
 // and the largest fine shift of its columns.
 template <typename T, typename U>
@@ -125,12 +65,6 @@ TI_HOST_DEVICE constexpr int grid_load_depth() {
   return sizeof(T) >= 16 ? 4 : 8;
 }
 
-// 16-byte chunks in flight per lane in grid_panel_load's kGridVec path.
-template <typename T>
-TI_HOST_DEVICE constexpr int grid_vec_depth() {
-  return grid_load_depth<T>() / 2 > 0 ? grid_load_depth<T>() / 2 : 1;
-}
-
 // Lanes per band row in grid_panel_load (a power of two, 4 up to the warp). In the column shuffles a row's run
 // is about R elements (hundreds of bytes), and one row per warp left most of the warp's K-deep load batch idle:
 // the gather ran at ~40% of the copy's bandwidth with too few bytes in flight. About R / K lanes per row (the
@@ -140,22 +74,20 @@ TI_HOST_DEVICE constexpr int grid_vec_depth() {
 // rows): 16 lanes was best or within 2% on every shape, fp32 and fp64 (fp32 13441 x 9721: 620 -> 494 us; 4 lanes
 // 618 us, 8 lanes 520 us, 32 lanes -- one row per warp -- 633 us). Rotations (runs of whole groups of columns, up to a panel
 // wide) keep one row per warp.
-// With kGridVec a lane's loads are grid_vec_depth<T>() chunks of chunk_elems<T>() elements.
 template <typename T>
-int grid_row_lanes(int step, int64_t R, int warp, bool vec = false) {
+int grid_row_lanes(int step, int64_t R, int warp) {
   if (step == kPreRotate || step == kPostRotate) return warp;
-  const double want = static_cast<double>(R) / (vec ? grid_vec_depth<T>() * chunk_elems<T>() : grid_load_depth<T>());
+  const double want = static_cast<double>(R) / grid_load_depth<T>();
   int L = 4;
   while (L < warp && want > 1.125 * L) L *= 2;
   return L < warp ? L : warp;
 }
 
-// Gathers the block's slots [s0, s1) of panel g into sm (row stride S, slot row r starting at element pads[r] where
-// pads is given): band rows, L lanes per row (kWarpSize / L rows per warp), those lanes along the row's run of
-// columns.
-template <int kMode, typename T, typename U>
-TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t S,
-                               const uint8_t* pads, U s0, U s1, int L) {
+// Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
+// rows per warp), those lanes along the row's run of columns.
+template <typename T, typename U>
+TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
+                               U s1, int L, bool async_copy) {
   constexpr int K = grid_load_depth<T>();
   const int rows_per_warp = kWarpSize / L;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % L;
@@ -204,113 +136,34 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
     // row slot - s0 of sm.
     auto sm_index = [&](U jj) {
       const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
-      const U r = (minus ? yu - f : yu + f - m) - s0;
-      return static_cast<int64_t>(r) * S + ((kMode & kGridBulk) ? pads[r] : 0) + jj;
+      const U slot = minus ? yu - f : yu + f - m;
+      return static_cast<int64_t>(slot - s0) * W + jj;
     };
-    if constexpr ((kMode & kGridAsync) != 0) {
+    if (async_copy) {
       for (U j = jlo + lane; j < jhi; j += L) copy_async(sm + sm_index(j), src + j);
-    } else if constexpr ((kMode & kGridVec) != 0) {
-      // Chunks of V elements from column cb (16-byte aligned in global memory) on; the first and last may be cut
-      // by the run's ends and are loaded element by element.
-      constexpr int V = chunk_elems<T>();
-      constexpr int KV = grid_vec_depth<T>();
-      const int d = static_cast<int>((reinterpret_cast<uintptr_t>(src + jlo) % 16) / sizeof(T));
-      const int64_t cb = static_cast<int64_t>(jlo) - d;
-      const int64_t chunks = (static_cast<int64_t>(jhi) - cb + V - 1) / V;
-      for (int64_t u0 = lane; u0 < chunks; u0 += static_cast<int64_t>(L) * KV) {
-        Chunk16<T> v[KV];
+      continue;
+    }
+    for (U j = jlo + lane; j < jhi; j += L * K) {
+      T v[K];
 #pragma unroll
-        for (int s = 0; s < KV; ++s) {
-          const int64_t u = u0 + static_cast<int64_t>(s) * L;
-          const int64_t c = cb + u * V;
-          if (u >= chunks) continue;
-          if (c >= static_cast<int64_t>(jlo) && c + V <= static_cast<int64_t>(jhi)) {
-            v[s] = *reinterpret_cast<const Chunk16<T>*>(src + c);
-          } else {
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-              if (c + e >= static_cast<int64_t>(jlo) && c + e < static_cast<int64_t>(jhi)) v[s].e[e] = src[c + e];
-            }
-          }
-        }
-#pragma unroll
-        for (int s = 0; s < KV; ++s) {
-          const int64_t u = u0 + static_cast<int64_t>(s) * L;
-          const int64_t c = cb + u * V;
-          if (u >= chunks) continue;
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            if (c + e >= static_cast<int64_t>(jlo) && c + e < static_cast<int64_t>(jhi)) {
-              sm[sm_index(static_cast<U>(c + e))] = v[s].e[e];
-            }
-          }
-        }
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * L;
+        if (jj < jhi) v[s] = src[jj];
       }
-    } else {
-      for (U j = jlo + lane; j < jhi; j += L * K) {
-        T v[K];
 #pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U jj = j + s * L;
-          if (jj < jhi) v[s] = src[jj];
-        }
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const U jj = j + s * L;
-          if (jj < jhi) sm[sm_index(jj)] = v[s];
-        }
+      for (int s = 0; s < K; ++s) {
+        const U jj = j + s * L;
+        if (jj < jhi) sm[sm_index(jj)] = v[s];
       }
     }
   }
-  if constexpr ((kMode & kGridAsync) != 0) copy_async_wait();
+  if (async_copy) copy_async_wait();
 }
 
-// The destination row of the block's slot s0 + r.
+// Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
 template <typename T, typename U>
-TI_DEVICE U grid_dst_row(const GridPanel<T, U>& g, int step, U s0, U r) {
-  return step == kInvColShuffle ? s0 + r : g.ps.pi(s0 + r);
-}
-
-// Fills pads[r], r < s1 - s0: the element offset within a 16-byte chunk at which slot row r's destination row starts
-// (its shared-memory row starts there too, so that both sides of the bulk copy are 16-byte aligned).
-template <typename T, typename U>
-TI_DEVICE void grid_panel_pads(const GridPanel<T, U>& g, int step, uint8_t* pads, U s0, U s1) {
-  const U n = g.ps.P->nk;
-  for (U r = threadIdx.x; r < s1 - s0; r += blockDim.x) {
-    const T* dst = g.A + static_cast<int64_t>(grid_dst_row(g, step, s0, r)) * n;
-    pads[r] = static_cast<uint8_t>((reinterpret_cast<uintptr_t>(dst) % 16) / sizeof(T));
-  }
-}
-
-// Writes the block's slots [s0, s1) of panel g back with bulk copies (kGridBulk; sm_90): per row, lane 0 copies the
-// 16-byte-aligned middle and the warp's lanes the elements before and after it. The caller commits and, before the
-// buffer is written again, waits (bulk_commit, bulk_wait_read).
-template <typename T, typename U>
-TI_DEVICE void grid_panel_store_bulk(const GridPanel<T, U>& g, const T* sm, uint32_t S, const uint8_t* pads,
-                                     int step, U s0, U s1) {
-  constexpr U V = static_cast<U>(chunk_elems<T>());
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int nwarps = blockDim.x / kWarpSize;
-  const U n = g.ps.P->nk, w = g.w;
-  for (U r = warp; r < s1 - s0; r += nwarps) {
-    T* dst = g.A + static_cast<int64_t>(grid_dst_row(g, step, s0, r)) * n;
-    const U pad = pads[r];
-    const T* srow = sm + static_cast<int64_t>(r) * S + pad;
-    const U head = (V - pad) % V < w ? (V - pad) % V : w;
-    const U body = (w - head) / V * V;
-    if (lane == 0 && body > 0) bulk_store(dst + head, srow + head, static_cast<uint32_t>(body * sizeof(T)));
-    for (U t = lane; t < w - body; t += kWarpSize) {
-      const U j = t < head ? t : t + body;
-      dst[j] = srow[j];
-    }
-  }
-}
-
-// Writes the block's slots [s0, s1) of panel g from sm (row stride S, pads as in grid_panel_load) to their rows:
-// one warp per row, whole runs of w columns.
-template <typename T, typename U>
-TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, const T* sm, uint32_t S,
-                                const uint8_t* pads, U s0, U s1) {
+TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, const T* sm, uint32_t W,
+                                U s0, U s1) {
   constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int nwarps = blockDim.x / kWarpSize;
@@ -319,7 +172,7 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
   for (U r = warp; r < s1 - s0; r += nwarps) {
     const U dst_row = permute_first ? s0 + r : g.ps.pi(s0 + r);
     T* dst = g.A + static_cast<int64_t>(dst_row) * n;
-    const T* srow = sm + static_cast<int64_t>(r) * S + (pads != nullptr ? pads[r] : 0);
+    const T* srow = sm + static_cast<int64_t>(r) * W;
     for (U j = lane; j < w; j += kWarpSize * K) {
       T v[K];
 #pragma unroll
@@ -336,64 +189,42 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
   }
 }
 
-// nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x S; while a block writes
+// nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x W; while a block writes
 // panel p - 1 back from one buffer it gathers panel p into the other (disjoint columns), then the grid barrier --
-// reads and writes overlap and there is still one barrier per panel. Buffers of R rows x S (>= W) elements; with
-// kGridBulk, nbuf tables of R pads follow them. kMode: the kGrid* bits.
-template <typename T, typename U, int kMode>
+// reads and writes overlap and there is still one barrier per panel.
+template <typename T, typename U>
 __global__ void __launch_bounds__(kGridColThreads, 1)
-    col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t S, uint32_t R,
-                    int64_t panels, int64_t total, int nbuf, int row_lanes) {
+    col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
+                    int64_t total, int nbuf, int row_lanes, bool async_gather) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
-  constexpr bool kBulk = (kMode & kGridBulk) != 0;
   const U m = P.m;
   const U s0 = static_cast<U>(blockIdx.x) * R;
   const U s1 = s0 >= m ? s0 : (m - s0 < R ? m : s0 + R);
-  const int64_t buf_elems = static_cast<int64_t>(R) * S;
-  uint8_t* pad_tables = reinterpret_cast<uint8_t*>(sm + nbuf * buf_elems);
-  auto store = [&](const GridPanel<T, U>& g, int b) {
-    if constexpr (kBulk && bulk_store_available()) {
-      grid_panel_store_bulk(g, sm + b * buf_elems, S, pad_tables + b * R, step, s0, s1);
-      bulk_commit();
-    } else {
-      grid_panel_store(g, P, step, sm + b * buf_elems, S, kBulk ? pad_tables + b * R : nullptr, s0, s1);
-    }
-  };
-  auto load = [&](const GridPanel<T, U>& g, int b) {
-    if constexpr (kBulk) {
-      grid_panel_pads(g, step, pad_tables + b * R, s0, s1);
-      __syncthreads();
-    }
-    grid_panel_load<kMode>(g, P, step, sm + b * buf_elems, S, pad_tables + b * R, s0, s1, row_lanes);
-    if constexpr (kBulk) fence_proxy_async_smem();  // the bulk copies of the write-back read what this thread wrote
-  };
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      load(g, 0);
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, async_gather);
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
-      store(g, 0);
-      if constexpr (kBulk) bulk_wait_read();
+      grid_panel_store(g, P, step, sm, W, s0, s1);
       __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
     }
     return;
   }
+  T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
   for (int64_t it = 0; it <= total; ++it) {
-    if (it > 0) store(grid_panel<T, U>(base, P, step, W, panels, it - 1), static_cast<int>((it - 1) & 1));
+    if (it > 0) {
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
+      grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
+    }
     if (it < total) {
-      if constexpr (kBulk) {
-        // Buffer it & 1 was written back two panels ago (the group before the one just committed).
-        bulk_wait_read<1>();
-        __syncthreads();
-      }
-      load(grid_panel<T, U>(base, P, step, W, panels, it), static_cast<int>(it & 1));
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, async_gather);
     }
     __syncthreads();
     if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
   }
-  if constexpr (kBulk) bulk_wait_read();  // shared memory stays allocated until every bulk copy has read it
 }
 
 }  // namespace kernels
@@ -402,23 +233,16 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
 #ifdef TORCH_INPLACE_HIP_CHECK
 namespace torch_inplace {
 namespace kernels {
-#define TI_INST_GRIDCOL_M(T, M)                                                                                 \
-  template __global__ void col_grid_kernel<T, uint32_t, M>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t,       \
-                                                           uint32_t, int64_t, int64_t, int, int);               \
-  template __global__ void col_grid_kernel<T, uint64_t, M>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t,       \
-                                                           uint32_t, int64_t, int64_t, int, int);
 #define TI_INST_GRIDCOL(T)                                                                                      \
-  TI_INST_GRIDCOL_M(T, 0)                                                                                       \
-  TI_INST_GRIDCOL_M(T, kGridAsync)                                                                              \
-  TI_INST_GRIDCOL_M(T, kGridVec)                                                                                \
-  TI_INST_GRIDCOL_M(T, kGridBulk)                                                                               \
-  TI_INST_GRIDCOL_M(T, kGridVec | kGridBulk)
+  template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
+                                                        int64_t, int, int, bool);                                            \
+  template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
+                                                        int64_t, int, int, bool);
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)
 TI_INST_GRIDCOL(uint32_t)
 TI_INST_GRIDCOL(uint64_t)
 TI_INST_GRIDCOL(Bytes16)
-#undef TI_INST_GRIDCOL_M
 #undef TI_INST_GRIDCOL
 }  // namespace kernels
 }  // namespace torch_inplace

@@ -304,17 +304,11 @@ struct Engine {
     if (g.grid_width > 0) {
       const int64_t panels = (nk() + g.grid_width - 1) / g.grid_width;
       const int64_t total = panels * batch;
-      int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize, g.grid_vec != 0);
+      int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize);
       if (g.grid_row_lanes > 0) lanes = static_cast<int>(std::min<int64_t>(g.grid_row_lanes, kWarpSize));
-      auto k = g.grid_async                ? col_grid_kernel<T, U, kGridAsync>
-               : g.grid_vec && g.grid_bulk ? col_grid_kernel<T, U, kGridVec | kGridBulk>
-               : g.grid_vec                ? col_grid_kernel<T, U, kGridVec>
-               : g.grid_bulk               ? col_grid_kernel<T, U, kGridBulk>
-                                           : col_grid_kernel<T, U, 0>;
-      return launch_cooperative(k, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data, P, step,
-                                static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_stride),
-                                static_cast<uint32_t>(g.grid_rows), panels, total, static_cast<int>(g.grid_buffers),
-                                lanes);
+      return launch_cooperative(col_grid_kernel<T, U>, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data,
+                                P, step, static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows),
+                                panels, total, static_cast<int>(g.grid_buffers), lanes, g.grid_async != 0);
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
