@@ -157,7 +157,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
       }
     }
   }
-  if (async_copy) copy_async_wait();
+  // (async copies: the caller waits, copy_async_wait, before the block barrier)
 }
 
 // Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
@@ -192,10 +192,12 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 // nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x W; while a block writes
 // panel p - 1 back from one buffer it gathers panel p into the other (disjoint columns), then the grid barrier --
 // reads and writes overlap and there is still one barrier per panel.
-template <typename T, typename U>
+// async_gather: the gather copies through cp.async (an instantiation of its own, so that the register gather's
+// code stays as it is).
+template <typename T, typename U, bool async_gather>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf, int row_lanes, bool async_gather) {
+                    int64_t total, int nbuf, int row_lanes) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
@@ -205,6 +207,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
       grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, async_gather);
+      if (async_gather) copy_async_wait();
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
       grid_panel_store(g, P, step, sm, W, s0, s1);
@@ -212,16 +215,22 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     }
     return;
   }
+  // With async copies the gather of panel p is issued first and lands while the block writes panel p - 1 back.
   T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
   for (int64_t it = 0; it <= total; ++it) {
+    if (async_gather && it < total) {
+      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, true);
+    }
     if (it > 0) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
       grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
     }
-    if (it < total) {
+    if (!async_gather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, async_gather);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, false);
     }
+    if (async_gather) copy_async_wait();
     __syncthreads();
     if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
   }
@@ -233,17 +242,19 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
 #ifdef TORCH_INPLACE_HIP_CHECK
 namespace torch_inplace {
 namespace kernels {
-#define TI_INST_GRIDCOL(T)                                                                                      \
-  template __global__ void col_grid_kernel<T, uint32_t>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int, int, bool);                                            \
-  template __global__ void col_grid_kernel<T, uint64_t>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t, int64_t,  \
-                                                        int64_t, int, int, bool);
+#define TI_INST_GRIDCOL_A(T, A)                                                                                 \
+  template __global__ void col_grid_kernel<T, uint32_t, A>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t,       \
+                                                           int64_t, int64_t, int, int);                         \
+  template __global__ void col_grid_kernel<T, uint64_t, A>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t,       \
+                                                           int64_t, int64_t, int, int);
+#define TI_INST_GRIDCOL(T) TI_INST_GRIDCOL_A(T, false) TI_INST_GRIDCOL_A(T, true)
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)
 TI_INST_GRIDCOL(uint32_t)
 TI_INST_GRIDCOL(uint64_t)
 TI_INST_GRIDCOL(Bytes16)
 #undef TI_INST_GRIDCOL
+#undef TI_INST_GRIDCOL_A
 }  // namespace kernels
 }  // namespace torch_inplace
 #endif

@@ -306,9 +306,10 @@ struct Engine {
       const int64_t total = panels * batch;
       int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize);
       if (g.grid_row_lanes > 0) lanes = static_cast<int>(std::min<int64_t>(g.grid_row_lanes, kWarpSize));
-      return launch_cooperative(col_grid_kernel<T, U>, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data,
-                                P, step, static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows),
-                                panels, total, static_cast<int>(g.grid_buffers), lanes, g.grid_async != 0);
+      auto k = g.grid_async != 0 ? col_grid_kernel<T, U, true> : col_grid_kernel<T, U, false>;
+      return launch_cooperative(k, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data, P, step,
+                                static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows), panels,
+                                total, static_cast<int>(g.grid_buffers), lanes);
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
