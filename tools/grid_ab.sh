@@ -28,6 +28,7 @@ cat "$OUT/summary.txt"
     echo "=== config $name ($vars)"
     (IFS=,; for kv in $vars; do export "$kv"; done
      $PY benchmarks/bench_transpose.py --only "$GROUPS_" --no-largest --out "$OUT/bench_$name" 2>&1 | grep SUMMARY
+     cp "$OUT/bench_$name"/*.json "$OUT/bench_$name.json"; rm -rf "$OUT/bench_$name"
      $PY benchmarks/profile_transpose_kernels.py 2>&1 | grep -E "^\(|col_grid|row_" | cut -c1-160 > "$OUT/profile_$name.log")
     echo "config $name $((SECONDS - t0))s"
   done

@@ -66,10 +66,12 @@ constexpr int64_t kGridColumnRunBytesR2C = 400;
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
 // The gather's global -> shared copies through cp.async (no register round trip, every copy of a lane in flight):
-// TORCH_INPLACE_GPU_GRID_ASYNC=1. Measured on an H200 (benchmarks/compare_column_engines.py, 200 general shapes):
-// 1.00-1.07x on its 8 shapes, but the medians over 200 general shapes did not move (fp32 0.832 vs 0.835, fp64
-// 0.643 vs 0.648), so off.
-constexpr int64_t kGridAsyncGather = 0;
+// TORCH_INPLACE_GPU_GRID_ASYNC=1 forces it on, =0 off. Measured on an H200 (benchmarks/compare_column_engines.py
+// and profile_transpose_kernels.py): with the sixteenth session's faster row kernels, col_grid_kernel ran 1-10%
+// faster through cp.async for 8-byte elements and for R2C (whose band rows come from rows scattered by q), and
+// 2-5% slower for 4-byte C2R (13441 x 9721: 495 -> 522 us: a 4-byte copy per instruction); so it is on for
+// those (history_grid_async_experiment.log). Before that (sixth session) it had moved no median.
+int64_t grid_async_default(int64_t es, bool r2c) { return es >= 8 || r2c ? 1 : 0; }
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -125,7 +127,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
-      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", kGridAsyncGather) != 0 && (es == 4 || es == 8 || es == 16);
+      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", grid_async_default(es, plan.variant == 1)) != 0 &&
+                     (es == 4 || es == 8 || es == 16);
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in
