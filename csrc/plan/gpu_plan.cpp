@@ -65,13 +65,14 @@ constexpr int64_t kGridColumnRunBytesR2C = 400;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
-// The gather's global -> shared copies through cp.async (no register round trip, every copy of a lane in flight):
-// TORCH_INPLACE_GPU_GRID_ASYNC=1 forces it on, =0 off. Measured on an H200 (benchmarks/compare_column_engines.py
-// and profile_transpose_kernels.py): with the sixteenth session's faster row kernels, col_grid_kernel ran 1-10%
-// faster through cp.async for 8-byte elements and for R2C (whose band rows come from rows scattered by q), and
-// 2-5% slower for 4-byte C2R (13441 x 9721: 495 -> 522 us: a 4-byte copy per instruction); so it is on for
-// those (history_grid_async_experiment.log). Before that (sixth session) it had moved no median.
-int64_t grid_async_default(int64_t es, bool r2c) { return es >= 8 || r2c ? 1 : 0; }
+// The gather's global -> shared copies through cp.async (no register round trip, every copy of a lane in flight)
+// where a block's runs are at least kGridAsyncRunBytes long (R elements of es bytes; TORCH_INPLACE_GPU_GRID_ASYNC=0|1
+// forces it off / on). Measured on an H200 (benchmarks/bench_transpose.py, general and prime shapes, GPU time per
+// shape against the register gather, history_grid_async_experiment.log): with runs of 584 bytes and more the
+// plans ran 0.997-1.15x (medians 1.02-1.14x by dtype and direction), with shorter fp64 runs 0.91-1.01x, shorter
+// fp32 R2C runs 0.99-1.13x (median 1.005); fp32 C2R 13441 x 9721 (408-byte runs) 0.95x per kernel. In the sixth
+// session, with slower row kernels around it, it had moved no median.
+constexpr int64_t kGridAsyncRunBytes = 600;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -127,7 +128,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
-      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", grid_async_default(es, plan.variant == 1)) != 0 &&
+      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", R * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
                      (es == 4 || es == 8 || es == 16);
     }
   }
