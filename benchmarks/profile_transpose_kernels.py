@@ -3,7 +3,7 @@
 (2 * bytes / t, the rate a copy would need to match that one kernel). The input is refilled between calls
 (the refill kernels are listed apart) and every result is checked.
 
-    python3 benchmarks/profile_transpose_kernels.py [--fuse 0|1]
+    python3 benchmarks/profile_transpose_kernels.py [--reps 5] [--shapes 9241x12392:4,...]
 """
 import argparse
 import math
@@ -24,9 +24,14 @@ SHAPES = [((12154, 3938), 8), ((12154, 3938), 4), ((13441, 9721), 4), ((13441, 9
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--shapes", default="", help="instead of the built-in list: MxN:ES,... (e.g. 9241x12392:4)")
     args = ap.parse_args()
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [(tuple(int(v) for v in s.split(":")[0].split("x")), int(s.split(":")[1]))
+                  for s in args.shapes.split(",")]
     print(f"device {torch.cuda.get_device_name()}", flush=True)
-    for shape, es in SHAPES:
+    for shape, es in shapes:
         dt = {4: torch.float32, 8: torch.float64}[es]
         src = torch.empty(shape, device="cuda", dtype=dt).uniform_()
         x = torch.empty_like(src)
