@@ -1,0 +1,86 @@
+"""The general benchmark shapes whose column step the planner gives to the cluster engine (a block's runs of the
+whole-GPU panels would be short), timed four ways in GPU time (queued behind a sleep kernel), every result
+checked: the planner's choice; the whole-GPU panels forced (TORCH_INPLACE_GPU_COLUMNS=grid) with the register and
+with the cp.async gather (TORCH_INPLACE_GPU_GRID_ASYNC=0|1); and the other Catanzaro direction. Sets the planner's
+run-length thresholds (gpu_plan.cpp) for the whole-GPU panels.
+
+    python3 benchmarks/compare_short_runs.py [--seed 2026] [--general 200] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+
+import torch
+
+from bench_transpose import fill_random, timed  # same directory; also puts the repository on sys.path
+
+DT = {4: torch.float32, 8: torch.float64}
+KNOBS = ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_ASYNC")
+
+
+def with_env(env):
+    for k in KNOBS:
+        os.environ.pop(k, None)
+    os.environ.update(env)
+    torch.ops.inplace._clear_plan_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--general", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=2026)  # 2026: bench_transpose.py's shapes
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    general = [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(args.general)]
+    rows = []
+    for es in (4, 8):
+        for shape in general:
+            with_env({})
+            auto, _, why = torch.ops.inplace._plan_transpose(list(shape), DT[es], torch.device("cuda"), "auto")
+            if auto not in ("c2r", "r2c") or "cluster of" not in why:
+                continue
+            other = "r2c" if auto == "c2r" else "c2r"
+            configs = {"auto": (auto, {}), "grid_sync": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid",
+                                                                "TORCH_INPLACE_GPU_GRID_ASYNC": "0"}),
+                       "grid_async": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_ASYNC": "1"}),
+                       "other": (other, {})}
+            src = fill_random(torch.empty(shape, dtype=DT[es], device="cuda"))
+            want = src.mT.contiguous()
+            x = torch.empty_like(src)
+            t = {}
+            for name, (algo, env) in configs.items():
+                with_env(env)
+                x.copy_(src)
+                torch.ops.inplace._transpose_data_(x, algo)
+                assert torch.equal(x.view(want.shape), want), (shape, es, name)
+                t[name] = timed(lambda: torch.ops.inplace._transpose_data_(x, algo), lambda: x.copy_(src), args.reps,
+                                queued=True)
+            m, n = shape
+            col_len = m if auto == "c2r" else n  # the column step's columns (the long side)
+            r = dict(shape=list(shape), esize=es, auto=auto, gcd=math.gcd(m, n), run_bytes=math.ceil(col_len / 132) * es,
+                     ms=t)
+            rows.append(r)
+            print(f"{str(shape):16s} fp{8 * es} {auto} run {r['run_bytes']:4d} B  " +
+                  "  ".join(f"{k} {v:.3f}" for k, v in t.items()), flush=True)
+            del src, want, x
+    with_env({})
+    for es in (4, 8):
+        for auto in ("c2r", "r2c"):
+            sel = [r for r in rows if r["esize"] == es and r["auto"] == auto]
+            if not sel:
+                continue
+            for name in ("grid_sync", "grid_async", "other"):
+                s = [r["ms"]["auto"] / r["ms"][name] for r in sel]
+                print(f"SUMMARY fp{8 * es} {auto} n={len(sel)} {name}: median {statistics.median(s):.3f}x "
+                      f"min {min(s):.3f} max {max(s):.3f}", flush=True)
+    with open(os.path.join(args.out, f"compare_short_runs_{args.seed}.json"), "w") as f:
+        json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
