@@ -58,10 +58,9 @@ int64_t smem_budget(const DeviceCaps& caps) {
 // override them for tuning runs).
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
 constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
-// Whole-GPU column panels only where a block's runs are this long: C2R (gather steps) from 256 bytes, R2C (its
-// inverse column shuffle finds each band row's source through q) from 400 bytes.
-constexpr int64_t kGridColumnRunBytesC2R = 256;
-constexpr int64_t kGridColumnRunBytesR2C = 400;
+// Whole-GPU column panels where a block's runs are at least this long (the shortest measured; shorter runs, from
+// 1- and 2-byte elements, keep the cluster engine).
+constexpr int64_t kGridColumnRunBytes = 96;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
@@ -108,10 +107,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // Column steps, first choice: panels through the shared memory of the whole GPU (one block per SM holds
   // R = ceil(m / SMs) rows of the result), as wide as that memory allows -- runs of kilobytes per row instead of
   // one 128-byte line. Needs no super-elements and a panel no wider than m. A block gathers its rows from runs of
-  // about R elements (the fine shift spreads each result row over W source rows), so it needs long enough runs:
-  // measured on an H200 against the cluster engine (general shapes, fp32 and fp64), 400 bytes and up ran
-  // 1.0-1.38x; below that C2R still gained from 256 bytes (10572 x 10424 fp32, 324 B: 1.25x; 12154 x 3938, 372 B:
-  // 1.30x; 160 B: 0.89x) while R2C lost (292 B: 0.92x, 144 B: 0.70x).
+  // about R elements (the fine shift spreads each result row over W source rows). Earlier sessions measured the
+  // cluster engine ahead below 256 (C2R) / 400 (R2C) bytes; the sixteenth session's H200 runs
+  // (benchmarks/compare_short_runs.py: every general shape of two seeds that those thresholds gave to the cluster
+  // engine, history_grid_short_runs.log) found the whole-GPU panels ahead at every run length from 96 bytes:
+  // fp32 C2R 1.27-1.47x, fp32 R2C 1.06-1.39x, fp64 C2R 1.07-1.28x, fp64 R2C 0.95-1.14x (median 1.04).
   if (super == 1 && caps.num_sms > 0 && !env_is("TORCH_INPLACE_GPU_COLUMNS", "universal") &&
       !env_is("TORCH_INPLACE_GPU_COLUMNS", "cluster")) {
     const int64_t R = ceil_div(m, caps.num_sms);
@@ -120,8 +120,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     int64_t W = std::min({n, m, budget / (nbuf * R * es)});
     W -= W % 2;  // even: the gather's diagonal writes to shared memory hit distinct banks
     const bool forced_grid = env_is("TORCH_INPLACE_GPU_COLUMNS", "grid");
-    const int64_t run_bytes = plan.variant == 1 ? kGridColumnRunBytesR2C : kGridColumnRunBytesC2R;
-    if (W * es >= 256 && W >= 2 && (R * es >= run_bytes || forced_grid)) {
+    if (W * es >= 256 && W >= 2 && (R * es >= kGridColumnRunBytes || forced_grid)) {
       g.grid_width = W;
       g.grid_rows = R;
       g.grid_blocks = ceil_div(m, R);
