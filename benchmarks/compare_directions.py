@@ -1,7 +1,8 @@
-"""Catanzaro's two directions on the general benchmark shapes: the planner's choice (C2R where rows > cols, else
-R2C, so that the row shuffle runs on the short side) against the other direction forced, in GPU time (queued behind
-a sleep kernel, as bench_transpose.py's queued figures), every result checked. Tells whether the planner's rule
-leaves time on the table for some class of shapes.
+"""Catanzaro's two directions on the general benchmark shapes: the planner's choice against the other direction
+forced, in GPU time (queued behind a sleep kernel, as bench_transpose.py's queued figures), every result checked.
+Tells whether the planner's rule (gpu_plan.cpp: the row shuffle on the short side, except for fp32 matrices with
+coprime sides) leaves time on the table for some class of shapes; TORCH_INPLACE_GPU_DIRECTION=short times the
+short-side rule alone.
 
     python3 benchmarks/compare_directions.py [--general 200] [--out DIR]
 """

@@ -431,6 +431,24 @@ def test_column_engines_explain_and_agree():
                     check(shape, esize, algorithm)
 
 
+def test_catanzaro_direction_by_measurement():
+    # One fp32 matrix with coprime sides: C2R unless tall with a short side under 6000 (measured on an H200);
+    # otherwise, and with TORCH_INPLACE_GPU_DIRECTION=short, the row shuffle's short side decides.
+    with env(**NO_ONCHIP):
+        assert torch_inplace.plan((9241, 12392), torch.float32, "cuda").algorithm == "c2r"
+        assert torch_inplace.plan((13441, 9721), torch.float32, "cuda").algorithm == "c2r"
+        p = torch_inplace.plan((12391, 5003), torch.float32, "cuda")
+        assert p.algorithm == "r2c" and "fewer than 6000 cols" in p.explanation, p.explanation
+        assert torch_inplace.plan((9241, 12392), torch.float64, "cuda").algorithm == "r2c"
+        assert torch_inplace.plan((9240, 12392), torch.float32, "cuda").algorithm == "r2c"  # gcd 8
+    with env(TORCH_INPLACE_GPU_DIRECTION="short", **NO_ONCHIP):
+        assert torch_inplace.plan((9241, 12392), torch.float32, "cuda").algorithm == "r2c"
+        assert torch_inplace.plan((12391, 5003), torch.float32, "cuda").algorithm == "c2r"
+    for shape in [(1201, 1999), (2003, 1201), (1999, 1201)]:
+        with env(**NO_ONCHIP):
+            check(shape, 4)
+
+
 FUSED_SHAPES = [(6, 4), (4, 6), (12, 18), (18, 12), (1002, 1500), (1500, 1002), (3000, 4998), (4998, 3000),
                 (2048, 1536), (8198, 8186), (4099 * 3, 2050 * 3), (1000, 3000)]
 

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 
 #include "plan/transpose_plan.h"
 
@@ -33,7 +34,8 @@ namespace {
 // Test/benchmark knobs (environment, read when a plan is made; plans are cached per shape, so clear the cache
 // after changing them): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal column kernels, =cluster the
 // cluster engine, =grid the whole-GPU panels wherever they fit (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2: panels held at
-// once); TORCH_INPLACE_GPU_ROWS=global the global row
+// once); TORCH_INPLACE_GPU_DIRECTION=short keeps Catanzaro's direction on the row shuffle's short side for every
+// shape; TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans. Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
@@ -61,6 +63,9 @@ constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-
 // Whole-GPU column panels where a block's runs are at least this long (the shortest measured; shorter runs, from
 // 1- and 2-byte elements, keep the cluster engine).
 constexpr int64_t kGridColumnRunBytes = 96;
+// Catanzaro's direction for one matrix of 4-byte elements with coprime sides (gpu_candidates): R2C only for tall
+// matrices whose short side is under this many elements.
+constexpr int64_t kTallR2CShortMax = 6000;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
@@ -402,7 +407,24 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
                                           /*super=*/!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")));
     }
   }
-  const Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
+  // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
+  // ones), except for one matrix of 4-byte elements with coprime sides, where C2R ran faster than R2C for wide
+  // matrices too and R2C only for tall ones with a short side under kTallR2CShortMax (H200, both directions on every
+  // general shape of two seeds, benchmarks/compare_directions.py, history_grid_short_runs.log).
+  bool c2r_first = tall;
+  std::string why_first = tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
+                               : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side";
+  if (p.esize == 4 && p.batch == 1 && std::gcd(p.rows, p.cols) == 1 && !env_is("TORCH_INPLACE_GPU_DIRECTION", "short")) {
+    c2r_first = !(tall && lo < kTallR2CShortMax);
+    if (c2r_first && !tall) {
+      why_first = "rows <= cols, 4-byte elements, coprime sides: C2R (measured ahead of R2C for such shapes)";
+    } else if (!c2r_first) {
+      why_first = "rows > cols with fewer than " + std::to_string(kTallR2CShortMax) +
+                  " cols, 4-byte elements, coprime sides: R2C on the cols x rows view (measured ahead of C2R for such "
+                  "shapes)";
+    }
+  }
+  const Algo first = c2r_first ? Algo::C2R : Algo::R2C, second = c2r_first ? Algo::R2C : Algo::C2R;
   // Each direction with the rotation fused into the row shuffle where it can be (its flags take a little
   // scratch), then without (no scratch with the whole-GPU column panels), for tight workspace limits.
   auto add_catanzaro = [&](Plan pl) {
@@ -414,11 +436,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
       out.push_back(unfused);
     }
   };
-  if (want(first)) {
-    add_catanzaro(make(first, first == Algo::R2C,
-                       tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
-                            : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side"));
-  }
+  if (want(first)) add_catanzaro(make(first, first == Algo::R2C, why_first));
   if (want(second)) {
     add_catanzaro(make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction"));
   }
