@@ -432,8 +432,8 @@ def test_column_engines_explain_and_agree():
 
 
 def test_catanzaro_direction_by_measurement():
-    # One fp32 matrix with coprime sides: C2R unless tall with a short side under 6000 (measured on an H200);
-    # otherwise, and with TORCH_INPLACE_GPU_DIRECTION=short, the row shuffle's short side decides.
+    # One fp32 matrix with coprime sides up to 20000: C2R unless tall with a short side under 6000 (measured on an
+    # H200); otherwise, and with TORCH_INPLACE_GPU_DIRECTION=short, the row shuffle's short side decides.
     with env(**NO_ONCHIP):
         assert torch_inplace.plan((9241, 12392), torch.float32, "cuda").algorithm == "c2r"
         assert torch_inplace.plan((13441, 9721), torch.float32, "cuda").algorithm == "c2r"
@@ -441,6 +441,7 @@ def test_catanzaro_direction_by_measurement():
         assert p.algorithm == "r2c" and "fewer than 6000 cols" in p.explanation, p.explanation
         assert torch_inplace.plan((9241, 12392), torch.float64, "cuda").algorithm == "r2c"
         assert torch_inplace.plan((9240, 12392), torch.float32, "cuda").algorithm == "r2c"  # gcd 8
+        assert torch_inplace.plan((183377, 183383), torch.float32, "cuda").algorithm == "r2c"  # beyond the measured
     with env(TORCH_INPLACE_GPU_DIRECTION="short", **NO_ONCHIP):
         assert torch_inplace.plan((9241, 12392), torch.float32, "cuda").algorithm == "r2c"
         assert torch_inplace.plan((12391, 5003), torch.float32, "cuda").algorithm == "c2r"

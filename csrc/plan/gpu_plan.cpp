@@ -64,8 +64,10 @@ constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-
 // 1- and 2-byte elements, keep the cluster engine).
 constexpr int64_t kGridColumnRunBytes = 96;
 // Catanzaro's direction for one matrix of 4-byte elements with coprime sides (gpu_candidates): R2C only for tall
-// matrices whose short side is under this many elements.
+// matrices whose short side is under this many elements; only where the long side is within the measured range
+// (beyond it, e.g. 183377 x 183383 fp32, C2R's long rows no longer fit in shared memory and it ran 1.23x slower).
 constexpr int64_t kTallR2CShortMax = 6000;
+constexpr int64_t kDirectionMeasuredMax = 20000;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
@@ -408,13 +410,15 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     }
   }
   // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
-  // ones), except for one matrix of 4-byte elements with coprime sides, where C2R ran faster than R2C for wide
-  // matrices too and R2C only for tall ones with a short side under kTallR2CShortMax (H200, both directions on every
-  // general shape of two seeds, benchmarks/compare_directions.py, history_grid_short_runs.log).
+  // ones), except for one matrix of 4-byte elements with coprime sides up to kDirectionMeasuredMax, where C2R ran
+  // faster than R2C for wide matrices too and R2C only for tall ones with a short side under kTallR2CShortMax (H200,
+  // both directions on every general shape of two seeds, benchmarks/compare_directions.py,
+  // history_grid_short_runs.log).
   bool c2r_first = tall;
   std::string why_first = tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
                                : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short side";
-  if (p.esize == 4 && p.batch == 1 && std::gcd(p.rows, p.cols) == 1 && !env_is("TORCH_INPLACE_GPU_DIRECTION", "short")) {
+  if (p.esize == 4 && p.batch == 1 && hi <= kDirectionMeasuredMax && std::gcd(p.rows, p.cols) == 1 &&
+      !env_is("TORCH_INPLACE_GPU_DIRECTION", "short")) {
     c2r_first = !(tall && lo < kTallR2CShortMax);
     if (c2r_first && !tall) {
       why_first = "rows <= cols, 4-byte elements, coprime sides: C2R (measured ahead of R2C for such shapes)";
