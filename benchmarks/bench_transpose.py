@@ -150,6 +150,11 @@ def largest_inplace(frac=0.9):
     return out
 
 
+def general_shapes(rng, count):
+    """The general workload: m, n uniform in [1000, 20000) (BENCHMARKS.md), drawn from rng."""
+    return [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(count)]
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -213,7 +218,7 @@ def main():
     n_gen = 12 if args.quick else args.general
     n_sk = 6 if args.quick else args.skinny
     n_pr = 6 if args.quick else args.primes
-    general = [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(n_gen)]
+    general = general_shapes(rng, n_gen)
     primes = [p for p in range(1000, 20000) if is_prime(p)]
     prime_set = [(rng.choice(primes), rng.choice(primes)) for _ in range(n_pr)]
     prime_set += [s for s in general if is_prime(s[0]) and is_prime(s[1])]

@@ -15,7 +15,7 @@ import statistics
 
 import torch
 
-from bench_transpose import fill_random, timed  # same directory; also puts the repository on sys.path
+from bench_transpose import fill_random, general_shapes, timed  # same directory; puts the repository on sys.path
 
 DT = {4: torch.float32, 8: torch.float64}
 
@@ -27,8 +27,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    general = [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(args.general)]
+    general = general_shapes(random.Random(args.seed), args.general)
     rows = []
     for es in (4, 8):
         for shape in general:

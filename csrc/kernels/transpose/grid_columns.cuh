@@ -84,7 +84,8 @@ int grid_row_lanes(int step, int64_t R, int warp) {
 }
 
 // Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
-// rows per warp), those lanes along the row's run of columns.
+// rows per warp), those lanes along the row's run of columns. With async_copy the copies are only issued: the
+// caller waits for them (copy_async_wait) before its block barrier.
 template <typename T, typename U>
 TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
                                U s1, int L, bool async_copy) {
@@ -157,7 +158,6 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
       }
     }
   }
-  // (async copies: the caller waits, copy_async_wait, before the block barrier)
 }
 
 // Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
@@ -192,9 +192,9 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 // nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x W; while a block writes
 // panel p - 1 back from one buffer it gathers panel p into the other (disjoint columns), then the grid barrier --
 // reads and writes overlap and there is still one barrier per panel.
-// async_gather: the gather copies through cp.async (an instantiation of its own, so that the register gather's
+// kAsyncGather: the gather copies through cp.async (an instantiation of its own, so that the register gather's
 // code stays as it is).
-template <typename T, typename U, bool async_gather>
+template <typename T, typename U, bool kAsyncGather>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
                     int64_t total, int nbuf, int row_lanes) {
@@ -206,8 +206,8 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, async_gather);
-      if (async_gather) copy_async_wait();
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, kAsyncGather);
+      if (kAsyncGather) copy_async_wait();
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
       grid_panel_store(g, P, step, sm, W, s0, s1);
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   // With async copies the gather of panel p is issued first and lands while the block writes panel p - 1 back.
   T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
   for (int64_t it = 0; it <= total; ++it) {
-    if (async_gather && it < total) {
+    if (kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
       grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, true);
     }
@@ -226,11 +226,11 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
       grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
     }
-    if (!async_gather && it < total) {
+    if (!kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
       grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, false);
     }
-    if (async_gather) copy_async_wait();
+    if (kAsyncGather) copy_async_wait();
     __syncthreads();
     if (it < total) cooperative_groups::this_grid().sync();  // every read of panel `it` is done
   }
