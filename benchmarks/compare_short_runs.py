@@ -1,8 +1,10 @@
 """The general benchmark shapes whose column step the planner gives to the cluster engine (a block's runs of the
 whole-GPU panels would be short), timed four ways in GPU time (queued behind a sleep kernel), every result
 checked: the planner's choice; the whole-GPU panels forced (TORCH_INPLACE_GPU_COLUMNS=grid) with the register and
-with the cp.async gather (TORCH_INPLACE_GPU_GRID_ASYNC=0|1); and the other Catanzaro direction. Sets the planner's
-run-length thresholds (gpu_plan.cpp) for the whole-GPU panels.
+with the cp.async gather (TORCH_INPLACE_GPU_GRID_ASYNC=0|1); and the other Catanzaro direction. Set the planner's
+run-length threshold for the whole-GPU panels (gpu_plan.cpp's kGridColumnRunBytes): run on d72f234, whose
+thresholds (256 / 400 bytes) gave about a quarter of the general shapes to the cluster engine,
+history_grid_short_runs.log; on later code few shapes are left to it.
 
     python3 benchmarks/compare_short_runs.py [--seed 2026] [--general 200] [--out DIR]
 """
