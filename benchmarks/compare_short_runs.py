@@ -8,18 +8,15 @@ history_grid_short_runs.log; on later code few shapes are left to it.
 
     python3 benchmarks/compare_short_runs.py [--seed 2026] [--general 200] [--out DIR]
 """
-import argparse
 import json
 import math
 import os
-import random
 import statistics
 
 import torch
 
-from bench_transpose import fill_random, general_shapes, timed  # same directory; puts the repository on sys.path
+from catanzaro_study import catanzaro_cases, checked_gpu_ms, study_args  # same directory
 
-DT = {4: torch.float32, 8: torch.float64}
 KNOBS = ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_GRID_ASYNC")
 
 
@@ -31,45 +28,26 @@ def with_env(env):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--general", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=2026)  # 2026: bench_transpose.py's shapes
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", default=".")
-    args = ap.parse_args()
-    general = general_shapes(random.Random(args.seed), args.general)
+    args, general = study_args(__doc__)
     rows = []
-    for es in (4, 8):
-        for shape in general:
-            with_env({})
-            auto, _, why = torch.ops.inplace._plan_transpose(list(shape), DT[es], torch.device("cuda"), "auto")
-            if auto not in ("c2r", "r2c") or "cluster of" not in why:
-                continue
-            other = "r2c" if auto == "c2r" else "c2r"
-            configs = {"auto": (auto, {}), "grid_sync": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid",
-                                                                "TORCH_INPLACE_GPU_GRID_ASYNC": "0"}),
-                       "grid_async": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_ASYNC": "1"}),
-                       "other": (other, {})}
-            src = fill_random(torch.empty(shape, dtype=DT[es], device="cuda"))
-            want = src.mT.contiguous()
-            x = torch.empty_like(src)
-            t = {}
-            for name, (algo, env) in configs.items():
-                with_env(env)
-                x.copy_(src)
-                torch.ops.inplace._transpose_data_(x, algo)
-                assert torch.equal(x.view(want.shape), want), (shape, es, name)
-                t[name] = timed(lambda: torch.ops.inplace._transpose_data_(x, algo), lambda: x.copy_(src), args.reps,
-                                queued=True)
-            m, n = shape
-            col_len = m if auto == "c2r" else n  # the column step's columns (the long side)
-            r = dict(shape=list(shape), esize=es, auto=auto, gcd=math.gcd(m, n), run_bytes=math.ceil(col_len / 132) * es,
-                     ms=t)
-            rows.append(r)
-            print(f"{str(shape):16s} fp{8 * es} {auto} run {r['run_bytes']:4d} B  " +
-                  "  ".join(f"{k} {v:.3f}" for k, v in t.items()), flush=True)
-            del src, want, x
-    with_env({})
+    with_env({})  # the planner's choice with its defaults; each shape's configurations restore them
+    for es, shape, auto, other, src, want, x in catanzaro_cases(general, keep=lambda why: "cluster of" in why):
+        configs = {"auto": (auto, {}), "grid_sync": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid",
+                                                            "TORCH_INPLACE_GPU_GRID_ASYNC": "0"}),
+                   "grid_async": (auto, {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_ASYNC": "1"}),
+                   "other": (other, {})}
+        t = {}
+        for name, (algo, env) in configs.items():
+            with_env(env)
+            t[name] = checked_gpu_ms(x, src, want, algo, args.reps, (shape, es, name))
+        with_env({})
+        m, n = shape
+        col_len = m if auto == "c2r" else n  # the column step's columns (the long side)
+        r = dict(shape=list(shape), esize=es, auto=auto, gcd=math.gcd(m, n), run_bytes=math.ceil(col_len / 132) * es,
+                 ms=t)
+        rows.append(r)
+        print(f"{str(shape):16s} fp{8 * es} {auto} run {r['run_bytes']:4d} B  " +
+              "  ".join(f"{k} {v:.3f}" for k, v in t.items()), flush=True)
     for es in (4, 8):
         for auto in ("c2r", "r2c"):
             sel = [r for r in rows if r["esize"] == es and r["auto"] == auto]
