@@ -451,7 +451,10 @@ def test_catanzaro_direction_by_measurement():
 
 
 FUSED_SHAPES = [(6, 4), (4, 6), (12, 18), (18, 12), (1002, 1500), (1500, 1002), (3000, 4998), (4998, 3000),
-                (2048, 1536), (8198, 8186), (4099 * 3, 2050 * 3), (1000, 3000)]
+                (2048, 1536), (8198, 8186), (4099 * 3, 2050 * 3), (1000, 3000),
+                # C2R staged by runs: runs of 511 columns whose addresses agree mod 16 bytes in every other run (4100 x
+                # 1022), and 16 runs of 64 columns per row (11216 x 1024: a warp per run)
+                (4100, 1022), (1022, 4100), (11216, 1024)]
 
 
 @pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
@@ -459,10 +462,14 @@ def test_rotation_fused_into_row_shuffle(esize):
     # gcd(m, n) > 1: the C2R pre-rotation (R2C post-rotation) runs inside the row shuffle; bands of one row
     # (TORCH_INPLACE_GPU_ROW_BLOCK_BYTES=1) give many chunks and blocks waiting on their neighbours. The unfused
     # steps (TORCH_INPLACE_GPU_FUSE_ROTATION=0) stay reachable and agree. Two band buffers (the next band staged
-    # while the current one is shuffled) are forced on and off (TORCH_INPLACE_GPU_FUSE_BUFFERS).
+    # while the current one is shuffled) are forced on and off (TORCH_INPLACE_GPU_FUSE_BUFFERS). C2R stages its rows
+    # by runs of b columns (vector copies) where they are long, and element by element with
+    # TORCH_INPLACE_GPU_FUSE_STAGE=elements.
     for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0"),
                   dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2"), dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="1"),
-                  dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
+                  dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"),
+                  dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements"),
+                  dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
         with env(**knobs, **NO_ONCHIP):
             for shape in FUSED_SHAPES:
                 if math.prod(shape) * esize > (1 << 28):

@@ -23,6 +23,8 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          ((4000, 20), 2, "onchip"), ((2000, 1999), 4, "onchip"),
          # gcd > 1: the rotation fused into the row shuffle (chunks, heads, neighbour flags), both directions
          ((1002, 1500), 4, "auto"), ((1500, 1002), 8, "auto"), ((12, 18), 2, "r2c"),
+         # C2R staged by runs of b columns: 16- / 8-byte copies in turn (gcd 2, b = 511), 4-byte ones, a warp per run
+         ((4100, 1022), 4, "c2r"), ((4100, 1022), 2, "c2r"), ((11216, 1024), 4, "c2r"),
          # gcd 1 row walks over rows starting at every offset mod 16 bytes (16-byte staging)
          ((1031, 300), 4, "c2r"), ((300, 1031), 2, "r2c")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
@@ -46,7 +48,7 @@ for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
               "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
-              "TORCH_INPLACE_GPU_FUSE_BUFFERS"):
+              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

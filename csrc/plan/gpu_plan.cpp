@@ -67,6 +67,12 @@ constexpr int64_t kGridColumnRunBytes = 96;
 // matrices whose short side is under this many elements; only where the long side is within the measured range
 // (beyond it, e.g. 183377 x 183383 fp32, C2R's long rows no longer fit in shared memory and it ran 1.23x slower).
 constexpr int64_t kTallR2CShortMax = 6000;
+// The fused C2R pre-rotation stages its rows by runs of b columns where a run is at least this many bytes (a few
+// 16-byte copies) and elements are at most 4 bytes; shorter runs and 8- / 16-byte elements go element by element.
+// H200, benchmarks/compare_fused_rotation.py (general shapes with gcd > 1 whose plan stages by runs, runs against
+// elements in the same run): fp32 median 1.028x (0.99-1.09x, 18 shapes), fp64 0.995x (0.95-1.03x, 13 shapes).
+constexpr int64_t kFuseRunBytes = 128;
+constexpr int64_t kFuseRunMaxElementBytes = 4;
 constexpr int64_t kDirectionMeasuredMax = 20000;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
@@ -175,6 +181,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       const bool alone = 2 * (head_smem + band_smem) > caps.smem_per_block;
       g.fuse_bufs = fits2 && (want == 2 || (want != 1 && alone)) ? 2 : 1;
       g.fuse_smem = head_smem + g.fuse_bufs * band_smem;
+      // C2R stages its rotated rows by runs of b columns (16-byte copies where a run's shared and global addresses
+      // agree mod 16) where a run is at least kFuseRunBytes long and elements at most kFuseRunMaxElementBytes, else
+      // element by element; TORCH_INPLACE_GPU_FUSE_STAGE=elements keeps the elements (comparisons).
+      g.fuse_runs = plan.variant != 1 && es <= kFuseRunMaxElementBytes && plan.c2r.b * es >= kFuseRunBytes &&
+                    !env_is("TORCH_INPLACE_GPU_FUSE_STAGE", "elements");
       g.fuse_flags_off = off;
       g.fuse_flags_bytes = align64(4 * std::min<int64_t>(m / head, int64_t{32} * std::max(1, caps.num_sms)));
       off += g.fuse_flags_bytes;
@@ -203,7 +214,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     plan.reason += std::string("; the ") + (plan.variant == 1 ? "post" : "pre") + "-rotation (gcd " +
                    std::to_string(plan.c2r.c) + ") fused into the row shuffle (one cooperative kernel; chunks of rows " +
                    "with a head of " + std::to_string(g.fuse_head) + ", bands of " + std::to_string(g.fuse_rows) +
-                   (g.fuse_bufs > 1 ? ", two band buffers" : "") + ")";
+                   (g.fuse_bufs > 1 ? ", two band buffers" : "") +
+                   (g.fuse_runs ? ", rows staged by runs of " + std::to_string(plan.c2r.b) + " columns" : "") + ")";
   }
   plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
                  : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"

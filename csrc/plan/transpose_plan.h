@@ -96,6 +96,7 @@ struct Plan {
     // one flag word each at fuse_flags_off (kernels/transpose/catanzaro.cuh).
     int64_t fuse_head = 0, fuse_rows = 0, fuse_smem = 0, fuse_flags_off = 0, fuse_flags_bytes = 0;
     int64_t fuse_bufs = 0;  // band buffers (2: the next band's copies in flight during the current band's shuffle)
+    int64_t fuse_runs = 0;  // C2R: rows staged by runs of b columns with 16-byte copies (0: element by element)
     // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
     // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
     int64_t super = 1, tile_smem = 0;

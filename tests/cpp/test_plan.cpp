@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "plan/transpose_plan.h"
@@ -229,6 +230,36 @@ TEST(GpuPlan, CandidatesLoosely) {
   ASSERT_FALSE(sq.empty());
   EXPECT_EQ(sq.front().algo, Algo::Square);
   EXPECT_EQ(make_plan(prob(0, 512, 512), g).algo, Algo::Noop);
+}
+
+TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
+  // C2R with gcd > 1: the pre-rotation fused into the row shuffle stages each row as c runs of b columns, by
+  // vector copies where a run is at least 128 bytes of elements of at most 4 bytes (4100 x 1022: gcd 2, b = 511),
+  // element by element where the runs are shorter (1200 x 120: gcd 120, b = 1), the elements 8 bytes, or
+  // TORCH_INPLACE_GPU_FUSE_STAGE=elements. R2C stages its rows unrotated: no runs.
+  const DeviceCaps g = fake_gpu();
+  const Plan c2r = make_plan(prob(1, 4100, 1022), g, Algo::C2R);
+  ASSERT_GT(c2r.gpu.fuse_head, 0) << c2r.reason;
+  EXPECT_EQ(c2r.gpu.fuse_runs, 1);
+  EXPECT_TRUE(contains(c2r.reason, "rows staged by runs of 511 columns")) << c2r.reason;
+  const Plan shortruns = make_plan(prob(1, 1200, 120), g, Algo::C2R);
+  ASSERT_GT(shortruns.gpu.fuse_head, 0) << shortruns.reason;
+  EXPECT_EQ(shortruns.gpu.fuse_runs, 0);
+  EXPECT_FALSE(contains(shortruns.reason, "staged by runs")) << shortruns.reason;
+  const Plan fp64 = make_plan(prob(1, 4100, 1022, 8), g, Algo::C2R);
+  ASSERT_GT(fp64.gpu.fuse_head, 0) << fp64.reason;
+  EXPECT_EQ(fp64.gpu.fuse_runs, 0);
+  const Plan bytes2 = make_plan(prob(1, 4100, 1022, 2), g, Algo::C2R);
+  ASSERT_GT(bytes2.gpu.fuse_head, 0) << bytes2.reason;
+  EXPECT_EQ(bytes2.gpu.fuse_runs, 1);
+  const Plan r2c = make_plan(prob(1, 1022, 4100), g, Algo::R2C);
+  ASSERT_GT(r2c.gpu.fuse_head, 0) << r2c.reason;
+  EXPECT_EQ(r2c.gpu.fuse_runs, 0);
+  setenv("TORCH_INPLACE_GPU_FUSE_STAGE", "elements", 1);
+  const Plan elements = make_plan(prob(1, 4100, 1022), g, Algo::C2R);
+  unsetenv("TORCH_INPLACE_GPU_FUSE_STAGE");
+  ASSERT_GT(elements.gpu.fuse_head, 0);
+  EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
 
 }  // namespace

@@ -383,6 +383,65 @@ TI_DEVICE void stage_rows_rotated(T* sm, const T* __restrict__ base, const CatId
   }
 }
 
+// Copies len contiguous elements src[0, len) to dst[0, len) (shared memory) with copy_async, as thread `tid` of
+// `nt` (nt >= 16): V-sized copies (dst and src agree mod sizeof(V), the caller checked), the elements before the
+// first whole V and after the last one by one.
+template <typename V, typename T, typename U>
+TI_DEVICE void copy_run_units(T* dst, const T* __restrict__ src, U len, U tid, U nt) {
+  constexpr U A = static_cast<U>(sizeof(V) / sizeof(T));
+  const U mis = static_cast<U>((reinterpret_cast<uintptr_t>(src) / sizeof(T)) % A);
+  const U head = (A - mis) % A < len ? (A - mis) % A : len;
+  const U nvec = (len - head) / A;
+  const U tail = head + nvec * A;
+  if (tid < head) copy_async(dst + tid, src + tid);
+  if (tid < len - tail) copy_async(dst + tail + tid, src + tail + tid);
+  const V* sv = reinterpret_cast<const V*>(src + head);
+  V* dv = reinterpret_cast<V*>(dst + head);
+  for (U x = tid; x < nvec; x += nt) copy_async(dv + x, sv + x);
+}
+
+// copy_run_units with the widest copy the run's addresses allow: 16 bytes where dst and src agree mod 16, else 8
+// or 4 bytes where they agree mod those, else single elements.
+template <typename T, typename U>
+TI_DEVICE void copy_run_async(T* dst, const T* __restrict__ src, U len, U tid, U nt) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src);
+  if constexpr (sizeof(T) < 16) {
+    if ((x & 15u) == 0) return copy_run_units<uint4, T, U>(dst, src, len, tid, nt);
+  }
+  if constexpr (sizeof(T) < 8) {
+    if ((x & 7u) == 0) return copy_run_units<uint2, T, U>(dst, src, len, tid, nt);
+  }
+  if constexpr (sizeof(T) < 4) {
+    if ((x & 3u) == 0) return copy_run_units<uint32_t, T, U>(dst, src, len, tid, nt);
+  }
+  for (U t = tid; t < len; t += nt) copy_async(dst + t, src + t);
+}
+
+// stage_rows_rotated by runs: staged row r is c runs of b columns, run g a copy of row (r0 + r + g) mod m's
+// columns [g b, (g + 1) b). Each run goes to a group of warps (a warp per run where the band has as many runs as
+// the block has warps) and moves with copy_run_async: 16-byte copies where the run's shared and global addresses
+// agree mod 16 (every run where n * sizeof(T) is a multiple of 16), else 8 or 4 bytes, instead of one copy per
+// element. Same layout as stage_rows_rotated; copy_async_wait() and a block barrier before sm is read.
+template <typename T, typename U>
+TI_DEVICE void stage_rows_rotated_runs(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
+  const U nk = P.nk, m = P.m, b = P.b, c = P.c;
+  U rem;
+  const U runs = P.dm_nk.div(cnt, &rem) * c;
+  const U W = static_cast<U>(blockDim.x) / kWarpSize, w = static_cast<U>(threadIdx.x) / kWarpSize;
+  const U per = W > runs ? W / runs : 1;  // warps per run
+  const U groups = W / per;
+  const U grp = w / per;
+  if (grp >= groups) return;
+  const U tid = (w - grp * per) * kWarpSize + static_cast<U>(threadIdx.x) % kWarpSize;
+  for (U q = grp; q < runs; q += groups) {
+    U g;
+    const U r = P.dm_c.div(q, &g);
+    U i = r0 + r + g;  // < 2m
+    if (i >= m) i -= m;
+    copy_run_async<T, U>(sm + r * nk + g * b, base + static_cast<int64_t>(i) * nk + g * b, b, tid, per * kWarpSize);
+  }
+}
+
 // Stages cnt contiguous elements g[0, cnt) into shared memory with 16-byte copies: the copy starts at
 // sm + (address of g mod 16) / sizeof(T), so that each element keeps its global address mod 16, and a few
 // single elements go at either end. sm is 16-byte aligned with c2r::staged_bytes(cnt * sizeof(T)) bytes. Returns
@@ -460,6 +519,8 @@ TI_DEVICE void chunk_flag_wait(unsigned* flag) {
   __syncthreads();
 }
 
+// stage_runs (the plan's fuse_runs): C2R stages by runs (stage_rows_rotated_runs), else element by element. R2C
+// ignores it.
 // band_bufs == 2: two band buffers; the next band's copies (copy_async) are in flight while the block shuffles
 // the current one. Where a block's head and band fill more than half an SM's shared memory, one block runs per SM
 // and, with one buffer, nothing else overlaps its staging. The next band's rows are disjoint from the rows the
@@ -469,7 +530,8 @@ template <typename T, typename U, bool kC2R>
 __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                          uint32_t head_rows, uint32_t band_rows,
                                                                          uint32_t band_bufs,
-                                                                         unsigned* __restrict__ flags) {
+                                                                         unsigned* __restrict__ flags,
+                                                                         bool stage_runs) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // Each buffer 16-byte aligned with room for stage_contiguous.
   T* head = reinterpret_cast<T*>(smem_raw);
@@ -487,10 +549,18 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
   auto band_r0 = [&](U bi) { return h1 + bi * band_rows; };
   auto band_cnt = [&](U bi) { return (r_hi - band_r0(bi) < band_rows ? r_hi - band_r0(bi) : band_rows) * nk; };
   const U hcnt = static_cast<U>(head_rows) * nk;
-  // C2R stages rows rotated (element by element), R2C as they are (16-byte copies).
+  // C2R stages rows rotated (by runs of b columns where stage_runs, else element by element), R2C as they are
+  // (16-byte copies).
+  auto stage = [&](T* sm, U r0, U cnt) {
+    if (stage_runs) {
+      stage_rows_rotated_runs<T, U>(sm, base, P, r0, cnt);
+    } else {
+      stage_rows_rotated<T, U>(sm, base, P, r0, cnt);
+    }
+  };
   if (kC2R) {
-    stage_rows_rotated<T, U>(head, base, P, r_lo, hcnt);
-    if (two && nbands > 0) stage_rows_rotated<T, U>(work[0], base, P, band_r0(0), band_cnt(0));
+    stage(head, r_lo, hcnt);
+    if (two && nbands > 0) stage(work[0], band_r0(0), band_cnt(0));
     if (nbands == 0) {
       copy_async_wait();
       chunk_flag_set(flags + k);
@@ -499,13 +569,13 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
       T* w = work[two ? (bi & 1) : 0];
       if (!two) {
         __syncthreads();  // the previous band's shuffle is done with the buffer
-        stage_rows_rotated<T, U>(w, base, P, band_r0(bi), band_cnt(bi));
+        stage(w, band_r0(bi), band_cnt(bi));
       }
       copy_async_wait();
       __syncthreads();  // band bi (and the head) staged; two: every thread is done with band bi - 1's buffer
       if (bi + 1 == nbands) chunk_flag_set(flags + k);
       if (two && bi + 1 < nbands) {
-        stage_rows_rotated<T, U>(work[(bi + 1) & 1], base, P, band_r0(bi + 1), band_cnt(bi + 1));
+        stage(work[(bi + 1) & 1], band_r0(bi + 1), band_cnt(bi + 1));
       }
       shuffle_staged_rows<T, U, true>(w, P, band_r0(bi), band_cnt(bi), rows_at(band_r0(bi)));
     }
@@ -684,9 +754,9 @@ namespace kernels {
   template __global__ void row_shuffle_smem_kernel<T, U, true, true>(T*, CatIdx<U>, int64_t, int);     \
   template __global__ void row_shuffle_smem_kernel<T, U, false, true>(T*, CatIdx<U>, int64_t, int);    \
   template __global__ void row_rotate_fused_kernel<T, U, true>(T*, CatIdx<U>, uint32_t, uint32_t,     \
-                                                                uint32_t, unsigned*);                  \
+                                                                uint32_t, unsigned*, bool);            \
   template __global__ void row_rotate_fused_kernel<T, U, false>(T*, CatIdx<U>, uint32_t, uint32_t,    \
-                                                                 uint32_t, unsigned*);                 \
+                                                                 uint32_t, unsigned*, bool);           \
   template __global__ void row_shuffle_gmem_kernel<T, U, true>(T*, T*, CatIdx<U>, int64_t);            \
   template __global__ void row_shuffle_gmem_kernel<T, U, false>(T*, T*, CatIdx<U>, int64_t);           \
   template __global__ void reflect_kernel<T, U>(T*, CatIdx<U>, int, bool, int64_t);                    \

@@ -233,7 +233,7 @@ struct Engine {
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
       return launch_cooperative(k, blocks, threads, g.fuse_smem, stream, data, Pw,
                                 static_cast<uint32_t>(g.fuse_head), static_cast<uint32_t>(g.fuse_rows),
-                                static_cast<uint32_t>(g.fuse_bufs), flags);
+                                static_cast<uint32_t>(g.fuse_bufs), flags, g.fuse_runs != 0);
     }
     if (g.row_block > 0) {
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
