@@ -4,6 +4,9 @@ default stages them by runs of b columns where a run is long enough, "[runs]"), 
 (TORCH_INPLACE_GPU_FUSE_ROTATION=0), against `y.copy_(x.mT)` in the same run. The shapes are the general
 benchmark's (bench_transpose.py, same seed) with gcd > 1; each cell is the median ms and, in brackets, the speed
 relative to the copy. Every result is checked. R2C plans ignore the staging knob (a control: about 1.00x).
+"walk": fused, with the C2R row walk's general form (TORCH_INPLACE_GPU_ROW_WALK=general) where c divides the row
+kernel's block size (512 or 1024 threads) and the default drops the walk's c terms (summarized over C2R plans with
+c | 512).
 
     python3 benchmarks/compare_fused_rotation.py [--count 40]
 """
@@ -30,13 +33,15 @@ def main():
     shapes = [s for s in general if math.gcd(*s) > 1][: args.count]
     print(f"device {torch.cuda.get_device_name()}; {len(shapes)} general shapes with gcd > 1; cells: ms (ratio to "
           "y.copy_(x.mT)), fused (rows staged by runs where [runs]) / fused with rows staged by elements / separate "
-          "rotation", flush=True)
+          "rotation / fused with the general C2R walk", flush=True)
     configs = (("fused", {}), ("elements", {"TORCH_INPLACE_GPU_FUSE_STAGE": "elements"}),
-               ("separate", {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0"}))
+               ("separate", {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0"}),
+               ("walk", {"TORCH_INPLACE_GPU_ROW_WALK": "general"}))
     knobs = {k for _, kv in configs for k in kv}
     esizes = [int(v) for v in args.esizes.split(",")]
     gains = {es: [] for es in esizes}
     runs_gains = {es: [] for es in esizes}  # fused by runs / fused by elements, where the default plan stages by runs
+    walk_gains = {es: [] for es in esizes}  # c-free walk / general walk, C2R plans with c | 512
     ratios = {(es, name): [] for es in esizes for name, _ in configs}
     for es in esizes:
         dt = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[es]
@@ -46,7 +51,7 @@ def main():
             y = torch.empty(src.mT.shape, device="cuda", dtype=dt)
             want = src.mT.contiguous()
             base = timed(lambda: y.copy_(src.mT), lambda: None, args.reps)
-            cells, ms_by, by_runs = [], {}, False
+            cells, ms_by, by_runs, c2r = [], {}, False, False
             for name, kv in configs:
                 for k in knobs:
                     os.environ.pop(k, None)
@@ -61,6 +66,7 @@ def main():
                 ratios[(es, name)].append(base / ms)
                 runs = "staged by runs" in plan
                 by_runs = by_runs or (name == "fused" and runs)
+                c2r = c2r or (name == "fused" and plan.startswith("c2r"))
                 cells.append(f"{name} {ms:.3f} ({base / ms:.2f})" + (" [fused]" if "fused" in plan else "") +
                              (" [runs]" if runs else ""))
             for k in knobs:
@@ -69,6 +75,8 @@ def main():
             gains[es].append(ms_by["separate"] / ms_by["fused"])
             if by_runs:
                 runs_gains[es].append(ms_by["elements"] / ms_by["fused"])
+            if c2r and 512 % math.gcd(*shape) == 0:
+                walk_gains[es].append(ms_by["walk"] / ms_by["fused"])
             print(f"{str(shape):16s} gcd {math.gcd(*shape):5d} {str(dt)[6:]} base {base:.3f}  " + "  ".join(cells),
                   flush=True)
             del src, x, y, want
@@ -78,10 +86,11 @@ def main():
               f"{statistics.median(ratios[(es, 'fused')]):.3f}, elements "
               f"{statistics.median(ratios[(es, 'elements')]):.3f}, separate "
               f"{statistics.median(ratios[(es, 'separate')]):.3f}", flush=True)
-        if runs_gains[es]:
-            g = runs_gains[es]
-            print(f"SUMMARY {es}-byte: rows staged by runs / by elements, {len(g)} shapes staged by runs: median "
-                  f"{statistics.median(g):.3f} (min {min(g):.3f}, max {max(g):.3f})", flush=True)
+        for what, g in (("rows staged by runs / by elements", runs_gains[es]),
+                        ("C2R walk without its c terms / general walk", walk_gains[es])):
+            if g:
+                print(f"SUMMARY {es}-byte: {what}, {len(g)} shapes: median {statistics.median(g):.3f} "
+                      f"(min {min(g):.3f}, max {max(g):.3f})", flush=True)
 
 
 if __name__ == "__main__":

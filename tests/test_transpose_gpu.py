@@ -464,12 +464,15 @@ def test_rotation_fused_into_row_shuffle(esize):
     # steps (TORCH_INPLACE_GPU_FUSE_ROTATION=0) stay reachable and agree. Two band buffers (the next band staged
     # while the current one is shuffled) are forced on and off (TORCH_INPLACE_GPU_FUSE_BUFFERS). C2R stages its rows
     # by runs of b columns (vector copies) where they are long, and element by element with
-    # TORCH_INPLACE_GPU_FUSE_STAGE=elements.
+    # TORCH_INPLACE_GPU_FUSE_STAGE=elements. Where c divides the row kernel's block size (gcd 2, 16, 512 here) the C2R
+    # gather walk drops its c terms; TORCH_INPLACE_GPU_ROW_WALK=general keeps the general walk, fused and unfused.
     for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0"),
                   dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2"), dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="1"),
                   dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"),
                   dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements"),
-                  dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
+                  dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"),
+                  dict(TORCH_INPLACE_GPU_ROW_WALK="general"),
+                  dict(TORCH_INPLACE_GPU_ROW_WALK="general", TORCH_INPLACE_GPU_FUSE_ROTATION="0")):
         with env(**knobs, **NO_ONCHIP):
             for shape in FUSED_SHAPES:
                 if math.prod(shape) * esize > (1 << 28):

@@ -89,6 +89,7 @@ struct Plan {
     int64_t grid_row_lanes = 0;  // lanes per band row of the gather (0: the kernel's rule, grid_row_lanes<T>)
     int64_t grid_async = 0;      // 1: the gather copies global -> shared with cp.async (4/8/16-byte elements)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
+    int64_t row_walk_c0 = 1;  // C2R row walks drop their c terms where c divides the block size (0: never)
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     // Or (fuse_head > 0; c > 1, one matrix, rows in shared memory) the row shuffle fused with the C2R
     // pre-rotation / R2C post-rotation: each block's chunk of rows starts with a head of fuse_head >= c - 1 rows,
