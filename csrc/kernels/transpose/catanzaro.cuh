@@ -360,6 +360,17 @@ TI_DEVICE void shuffle_staged_rows(const T* sm, const CatIdx<U>& P, U i0, U cnt,
   }
 }
 
+// The C2R shuffle of shuffle_staged_rows with c > 1, its gather walk without the c terms where c divides the walk's
+// step (kStepC0), else the general walk.
+template <typename T, typename U>
+TI_DEVICE void shuffle_staged_rows_c2r(const T* sm, const CatIdx<U>& P, U i0, U cnt, T* __restrict__ out) {
+  if (P.step_c0()) {
+    shuffle_staged_rows<T, U, true, false, false, true>(sm, P, i0, cnt, out);
+  } else {
+    shuffle_staged_rows<T, U, true>(sm, P, i0, cnt, out);
+  }
+}
+
 // Stages rows r0, r0 + 1, ... of one matrix (cnt elements, whole rows) into sm rotated: sm[t] = row
 // (r0 + t / nk + j / b) mod m, column j = t mod nk (the C2R pre-rotation, eq. 23). Copies through copy_async:
 // copy_async_wait() and a block barrier before sm is read.
@@ -432,10 +443,10 @@ TI_DEVICE void copy_run_async(T* dst, const T* __restrict__ src, U len, U tid, U
 }
 
 // stage_rows_rotated by runs: staged row r is c runs of b columns, run g a copy of row (r0 + r + g) mod m's
-// columns [g b, (g + 1) b). Each run goes to a group of warps (a warp per run where the band has as many runs as
-// the block has warps) and moves with copy_run_async: 16-byte copies where the run's shared and global addresses
-// agree mod 16 (every run where n * sizeof(T) is a multiple of 16), else 8 or 4 bytes, instead of one copy per
-// element. Same layout as stage_rows_rotated; copy_async_wait() and a block barrier before sm is read.
+// columns [g b, (g + 1) b). Each run goes to a group of warps (W / runs warps where the block's W warps outnumber
+// the runs, else one, taking runs in turn) and moves with copy_run_async: 16-byte copies where the run's shared and
+// global addresses agree mod 16 (every run where n * sizeof(T) is a multiple of 16), else 8 or 4 bytes, instead of
+// one copy per element. Same layout as stage_rows_rotated; copy_async_wait() and a block barrier before sm is read.
 template <typename T, typename U>
 TI_DEVICE void stage_rows_rotated_runs(T* sm, const T* __restrict__ base, const CatIdx<U>& P, U r0, U cnt) {
   const U nk = P.nk, m = P.m, b = P.b, c = P.c;
@@ -496,11 +507,7 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __
     const int64_t mat0 = row0 / static_cast<int64_t>(P.m);
     const U i0 = static_cast<U>(row0 - mat0 * static_cast<int64_t>(P.m));
     if constexpr (kC2R && !kC1) {
-      if (P.step_c0()) {  // c divides the walk's step
-        shuffle_staged_rows<T, U, true, false, false, true>(staged, P, i0, cnt, g);
-      } else {
-        shuffle_staged_rows<T, U, true>(staged, P, i0, cnt, g);
-      }
+      shuffle_staged_rows_c2r<T, U>(staged, P, i0, cnt, g);
     } else {
       shuffle_staged_rows<T, U, kC2R, kC1>(staged, P, i0, cnt, g);
     }
@@ -580,14 +587,7 @@ __global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __
       stage_rows_rotated<T, U>(sm, base, P, r0, cnt);
     }
   };
-  // The gather walk without its c terms where c divides the walk's step (kStepC0).
-  auto shuffle_c2r = [&](const T* sm, U r0, U cnt) {
-    if (P.step_c0()) {
-      shuffle_staged_rows<T, U, true, false, false, true>(sm, P, r0, cnt, rows_at(r0));
-    } else {
-      shuffle_staged_rows<T, U, true>(sm, P, r0, cnt, rows_at(r0));
-    }
-  };
+  auto shuffle_c2r = [&](const T* sm, U r0, U cnt) { shuffle_staged_rows_c2r<T, U>(sm, P, r0, cnt, rows_at(r0)); };
   if (kC2R) {
     stage(head, r_lo, hcnt);
     if (two && nbands > 0) stage(work[0], band_r0(0), band_cnt(0));
