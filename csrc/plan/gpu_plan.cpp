@@ -74,9 +74,6 @@ constexpr int64_t kTallR2CShortMax = 6000;
 constexpr int64_t kFuseRunBytes = 128;
 constexpr int64_t kFuseRunMaxElementBytes = 4;
 constexpr int64_t kDirectionMeasuredMax = 20000;
-// Slack per panel row of the whole-GPU column panels' shared memory, 4-byte elements (grid_smem_stride: up to
-// 2p - 1 elements for p band rows per warp; 8 covers p <= 4).
-constexpr int64_t kGridPadElements = 8;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
@@ -133,19 +130,14 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     const int64_t R = ceil_div(m, caps.num_sms);
     const int64_t nbuf = std::min<int64_t>(2, std::max<int64_t>(1, env_int("TORCH_INPLACE_GPU_GRID_BUFFERS",
                                                                            kGridColumnBuffers)));
-    // 4-byte elements: each panel row of shared memory has kGridPadElements of slack, so that the gather's writes
-    // can take a row stride that keeps a warp's writes on distinct banks (grid_smem_stride);
-    // TORCH_INPLACE_GPU_GRID_PAD=0 keeps the stride at the panel width (comparisons).
-    const int64_t pad = es == 4 && !env_is("TORCH_INPLACE_GPU_GRID_PAD", "0") ? kGridPadElements : 0;
-    int64_t W = std::min({n, m, budget / (nbuf * R * es) - pad});
-    W -= W % 2;  // even: with one band row per warp the gather's diagonal writes hit distinct banks
+    int64_t W = std::min({n, m, budget / (nbuf * R * es)});
+    W -= W % 2;  // even: the gather's diagonal writes to shared memory hit distinct banks
     const bool forced_grid = env_is("TORCH_INPLACE_GPU_COLUMNS", "grid");
     if (W * es >= 256 && W >= 2 && (R * es >= kGridColumnRunBytes || forced_grid)) {
       g.grid_width = W;
       g.grid_rows = R;
       g.grid_blocks = ceil_div(m, R);
-      g.grid_smem = nbuf * R * (W + pad) * es;
-      g.grid_pad = pad;
+      g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
       g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", R * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&

@@ -262,23 +262,4 @@ TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
   EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
 
-TEST(GpuPlan, GridPanelsPadFourByteRows) {
-  // The whole-GPU column panels leave kGridPadElements (8) of slack per shared-memory row for 4-byte elements, for
-  // the gather's bank-friendly row stride; other sizes and TORCH_INPLACE_GPU_GRID_PAD=0 none.
-  const DeviceCaps g = fake_gpu();
-  const Plan fp32 = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
-  ASSERT_GT(fp32.gpu.grid_width, 0) << fp32.reason;
-  EXPECT_EQ(fp32.gpu.grid_pad, 8);
-  EXPECT_EQ(fp32.gpu.grid_smem, fp32.gpu.grid_buffers * fp32.gpu.grid_rows * (fp32.gpu.grid_width + 8) * 4);
-  EXPECT_LE(fp32.gpu.grid_smem, g.smem_per_block);
-  const Plan fp64 = make_plan(prob(1, 13441, 9721, 8), g, Algo::C2R);
-  ASSERT_GT(fp64.gpu.grid_width, 0) << fp64.reason;
-  EXPECT_EQ(fp64.gpu.grid_pad, 0);
-  setenv("TORCH_INPLACE_GPU_GRID_PAD", "0", 1);
-  const Plan nopad = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
-  unsetenv("TORCH_INPLACE_GPU_GRID_PAD");
-  EXPECT_EQ(nopad.gpu.grid_pad, 0);
-  EXPECT_GE(nopad.gpu.grid_width, fp32.gpu.grid_width);
-}
-
 }  // namespace

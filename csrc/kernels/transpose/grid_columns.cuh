@@ -83,29 +83,11 @@ int grid_row_lanes(int step, int64_t R, int warp) {
   return L < warp ? L : warp;
 }
 
-// Row stride of a panel in shared memory for a column shuffle gathered with L lanes per band row: the gather writes
-// lane l of a warp's p = kWarpSize / L band rows (sub-row u) to element u + l (S - 1) (column shuffle: slot = y - f)
-// or -u + l (S + 1) (inverse: slot = y + f) from a common base, so with 4-byte elements (one bank each) the warp's
-// writes hit distinct banks exactly when that step, S - 1 or S + 1, is p times an odd number. The panel width W
-// alone (even) gave 2-way conflicts at L = 16 (Nsight Compute on an H200, fp32 13441 x 9721: 34% excess shared
-// wavefronts, ncu_col_grid_6af195a.txt). The smallest such S in [W, W + slack], else W (rotations, whose runs
-// are contiguous in shared memory, and other element sizes keep W).
-template <typename T>
-uint32_t grid_smem_stride(int step, uint32_t W, int L, uint32_t slack) {
-  if (sizeof(T) != 4 || step == kPreRotate || step == kPostRotate || L < 1 || L > kWarpSize) return W;
-  const uint32_t p = static_cast<uint32_t>(kWarpSize / L);
-  for (uint32_t S = W; S <= W + slack; ++S) {
-    const uint32_t x = step == kColShuffle ? S - 1 : S + 1;
-    if (x % (2 * p) == p) return S;
-  }
-  return W;
-}
-
-// Gathers the block's slots [s0, s1) of panel g into sm (row stride S >= the panel width, grid_smem_stride):
-// band rows, L lanes per row (kWarpSize / L rows per warp), those lanes along the row's run of columns. With
-// async_copy the copies are only issued: the caller waits for them (copy_async_wait) before its block barrier.
+// Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
+// rows per warp), those lanes along the row's run of columns. With async_copy the copies are only issued: the
+// caller waits for them (copy_async_wait) before its block barrier.
 template <typename T, typename U>
-TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t S, U s0,
+TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
                                U s1, int L, bool async_copy) {
   constexpr int K = grid_load_depth<T>();
   const int rows_per_warp = kWarpSize / L;
@@ -156,7 +138,7 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
     auto sm_index = [&](U jj) {
       const U f = rotation ? P.dm_b.div(j0 + jj, &r0) - g.ps.c0 : jj;
       const U slot = minus ? yu - f : yu + f - m;
-      return static_cast<int64_t>(slot - s0) * S + jj;
+      return static_cast<int64_t>(slot - s0) * W + jj;
     };
     if (async_copy) {
       for (U j = jlo + lane; j < jhi; j += L) copy_async(sm + sm_index(j), src + j);
@@ -178,10 +160,9 @@ TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int
   }
 }
 
-// Writes the block's slots [s0, s1) of panel g from sm (row stride S) to their rows: one warp per row, whole runs
-// of w columns.
+// Writes the block's slots [s0, s1) of panel g from sm to their rows: one warp per row, whole runs of w columns.
 template <typename T, typename U>
-TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, const T* sm, uint32_t S,
+TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, const T* sm, uint32_t W,
                                 U s0, U s1) {
   constexpr int K = sizeof(T) <= 4 ? 8 : static_cast<int>(32 / sizeof(T));
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -191,7 +172,7 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
   for (U r = warp; r < s1 - s0; r += nwarps) {
     const U dst_row = permute_first ? s0 + r : g.ps.pi(s0 + r);
     T* dst = g.A + static_cast<int64_t>(dst_row) * n;
-    const T* srow = sm + static_cast<int64_t>(r) * S;
+    const T* srow = sm + static_cast<int64_t>(r) * W;
     for (U j = lane; j < w; j += kWarpSize * K) {
       T v[K];
 #pragma unroll
@@ -208,16 +189,15 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
   }
 }
 
-// nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x S; while a block writes
+// nbuf == 1: per panel, gather, grid barrier, write back. nbuf == 2: two buffers of R x W; while a block writes
 // panel p - 1 back from one buffer it gathers panel p into the other (disjoint columns), then the grid barrier --
 // reads and writes overlap and there is still one barrier per panel.
 // kAsyncGather: the gather copies through cp.async (an instantiation of its own, so that the register gather's
 // code stays as it is).
-// S: the row stride of a panel in shared memory (grid_smem_stride; >= W).
 template <typename T, typename U, bool kAsyncGather>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf, int row_lanes, uint32_t S) {
+                    int64_t total, int nbuf, int row_lanes) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
@@ -226,29 +206,29 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, S, s0, s1, row_lanes, kAsyncGather);
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, kAsyncGather);
       if (kAsyncGather) copy_async_wait();
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
-      grid_panel_store(g, P, step, sm, S, s0, s1);
+      grid_panel_store(g, P, step, sm, W, s0, s1);
       __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
     }
     return;
   }
   // With async copies the gather of panel p is issued first and lands while the block writes panel p - 1 back.
-  T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * S};
+  T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
   for (int64_t it = 0; it <= total; ++it) {
     if (kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], S, s0, s1, row_lanes, true);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, true);
     }
     if (it > 0) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
-      grid_panel_store(g, P, step, bufs[(it - 1) & 1], S, s0, s1);
+      grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
     }
     if (!kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], S, s0, s1, row_lanes, false);
+      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, false);
     }
     if (kAsyncGather) copy_async_wait();
     __syncthreads();
@@ -264,9 +244,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL_A(T, A)                                                                                 \
   template __global__ void col_grid_kernel<T, uint32_t, A>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int, uint32_t);               \
+                                                           int64_t, int64_t, int, int);                         \
   template __global__ void col_grid_kernel<T, uint64_t, A>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int, uint32_t);
+                                                           int64_t, int64_t, int, int);
 #define TI_INST_GRIDCOL(T) TI_INST_GRIDCOL_A(T, false) TI_INST_GRIDCOL_A(T, true)
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)

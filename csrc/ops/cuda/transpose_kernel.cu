@@ -309,11 +309,9 @@ struct Engine {
       int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize);
       if (g.grid_row_lanes > 0) lanes = static_cast<int>(std::min<int64_t>(g.grid_row_lanes, kWarpSize));
       auto k = g.grid_async != 0 ? col_grid_kernel<T, U, true> : col_grid_kernel<T, U, false>;
-      const uint32_t S = grid_smem_stride<T>(step, static_cast<uint32_t>(g.grid_width), lanes,
-                                             static_cast<uint32_t>(g.grid_pad));
       return launch_cooperative(k, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data, P, step,
                                 static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows), panels,
-                                total, static_cast<int>(g.grid_buffers), lanes, S);
+                                total, static_cast<int>(g.grid_buffers), lanes);
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
