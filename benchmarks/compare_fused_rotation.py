@@ -18,7 +18,7 @@ import statistics
 
 import torch
 
-from bench_transpose import fill_random, timed  # same directory; also puts the repository on sys.path for torch_inplace
+from bench_transpose import fill_random, general_shapes, timed  # same directory; also puts the repository on sys.path for torch_inplace
 
 
 def main():
@@ -29,7 +29,7 @@ def main():
     ap.add_argument("--esizes", default="4,8", help="element sizes in bytes, of 1, 2, 4, 8")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    general = [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(200)]
+    general = general_shapes(rng, 200)
     shapes = [s for s in general if math.gcd(*s) > 1][: args.count]
     print(f"device {torch.cuda.get_device_name()}; {len(shapes)} general shapes with gcd > 1; cells: ms (ratio to "
           "y.copy_(x.mT)), fused (rows staged by runs where [runs]) / fused with rows staged by elements / separate "
