@@ -417,6 +417,9 @@ def test_onchip_many_small_matrices_and_streams():
 
 def test_column_engines_explain_and_agree():
     # Large shapes take the whole-GPU column panels; the cluster engine stays reachable and gives the same bytes.
+    # The panels' gather for the column shuffles steps its indices linearly, one instantiation per lanes-per-row
+    # count (4, 8, 16, 32; TORCH_INPLACE_GPU_GRID_ROW_LANES), with and without cp.async;
+    # TORCH_INPLACE_GPU_GRID_GATHER=general keeps the general gather.
     p = torch_inplace.plan((13441, 9721), torch.float32, "cuda")
     assert p.algorithm == "c2r" and "whole GPU" in p.explanation, p.explanation
     for shape, esize in [((4099, 4093), 4), ((3001, 5000), 8), ((2, 3000, 1999), 2), ((6001, 1200), 16),
@@ -425,7 +428,16 @@ def test_column_engines_explain_and_agree():
                       dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_BUFFERS="1"),
                       dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_BUFFERS="2"),
                       dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ASYNC="1"),
-                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ASYNC="0")):
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ASYNC="0"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_GATHER="general"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_GATHER="general",
+                           TORCH_INPLACE_GPU_GRID_ASYNC="1"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="4"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="8",
+                           TORCH_INPLACE_GPU_GRID_ASYNC="1"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="32"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="16",
+                           TORCH_INPLACE_GPU_GRID_BUFFERS="2", TORCH_INPLACE_GPU_GRID_ASYNC="0")):
             with env(**knobs, **NO_ONCHIP):
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)

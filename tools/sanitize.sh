@@ -38,6 +38,9 @@ knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHI
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1", "TORCH_INPLACE_GPU_GRID_ROW_LANES": "4",
           "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         # the panels' general gather (the column shuffles step their indices linearly by default)
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_GATHER": "general",
+          "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          # the fused rotation with two band buffers (the next band's copies in flight during a shuffle)
          {"TORCH_INPLACE_GPU_FUSE_BUFFERS": "2", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1",
@@ -48,7 +51,7 @@ for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
               "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
-              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE"):
+              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE", "TORCH_INPLACE_GPU_GRID_GATHER"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

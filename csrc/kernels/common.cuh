@@ -77,6 +77,53 @@ TI_DEVICE void copy_async(T* sdst, const T* gsrc) {
   *sdst = *gsrc;
 }
 
+// A shared-memory array addressed by element index through its 32-bit shared-window address. On sm_90 the compiler
+// rebuilds the window's base (S2R SR_CgaCtaId, LEA) for each predicated access to dynamic shared memory through a
+// generic pointer, five instructions per element in a gather; st.shared / cp.async from `s` take one. Elsewhere
+// (HIP, other element sizes) plain accesses through `p`.
+template <typename T>
+struct SharedArray {
+  T* p;
+  uint32_t s;
+  TI_DEVICE explicit SharedArray(T* ptr) : p(ptr) {
+#if !TI_HIP && defined(__CUDA_ARCH__)
+    s = static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+#else
+    s = 0;
+#endif
+  }
+  TI_DEVICE void store(int idx, const T& v) const {
+#if !TI_HIP && defined(__CUDA_ARCH__)
+    const uint32_t a = s + static_cast<uint32_t>(idx) * static_cast<uint32_t>(sizeof(T));
+    if constexpr (sizeof(T) == 4) {
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*reinterpret_cast<const uint32_t*>(&v)) : "memory");
+      return;
+    } else if constexpr (sizeof(T) == 8) {
+      asm volatile("st.shared.b64 [%0], %1;\n" ::"r"(a), "l"(*reinterpret_cast<const unsigned long long*>(&v))
+                   : "memory");
+      return;
+    } else if constexpr (sizeof(T) == 16) {
+      const uint4 u = *reinterpret_cast<const uint4*>(&v);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+                   : "memory");
+      return;
+    }
+#endif
+    p[idx] = v;
+  }
+  // copy_async into element idx.
+  TI_DEVICE void copy_async_from(int idx, const T* gsrc) const {
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
+      const uint32_t a = s + static_cast<uint32_t>(idx) * static_cast<uint32_t>(sizeof(T));
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(a), "l"(gsrc), "n"(sizeof(T)) : "memory");
+      return;
+    }
+#endif
+    p[idx] = *gsrc;
+  }
+};
+
 // Waits for this thread's copy_async copies.
 TI_DEVICE void copy_async_wait() {
 #if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

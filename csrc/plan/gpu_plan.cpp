@@ -142,6 +142,9 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
       g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", R * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
                      (es == 4 || es == 8 || es == 16);
+      // The column shuffles' gather with its indices stepped linearly (grid_gather_shuffle);
+      // TORCH_INPLACE_GPU_GRID_GATHER=general keeps the general gather (comparisons).
+      g.grid_linear = env_is("TORCH_INPLACE_GPU_GRID_GATHER", "general") ? 0 : 1;
     }
   }
   // Else the widest panel (<= kPanelBytes, a power of two in elements, no wider than needed) whose m rows fit in

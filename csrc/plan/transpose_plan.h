@@ -88,6 +88,7 @@ struct Plan {
     int64_t grid_buffers = 1;  // 2: a panel is written back while the next one is gathered
     int64_t grid_row_lanes = 0;  // lanes per band row of the gather (0: the kernel's rule, grid_row_lanes<T>)
     int64_t grid_async = 0;      // 1: the gather copies global -> shared with cp.async (4/8/16-byte elements)
+    int64_t grid_linear = 1;     // 1: the column shuffles' gather steps its indices linearly (0: the general gather)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_walk_c0 = 1;  // C2R row walks drop their c terms where c divides the block size (0: never)
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements

@@ -262,4 +262,19 @@ TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
   EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
 
+TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
+  // The whole-GPU column panels gather the column shuffles with linearly stepped indices unless
+  // TORCH_INPLACE_GPU_GRID_GATHER=general asks for the general gather; the panels themselves do not change.
+  const DeviceCaps g = fake_gpu();
+  const Plan linear = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
+  ASSERT_GT(linear.gpu.grid_width, 0) << linear.reason;
+  EXPECT_EQ(linear.gpu.grid_linear, 1);
+  setenv("TORCH_INPLACE_GPU_GRID_GATHER", "general", 1);
+  const Plan general = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
+  unsetenv("TORCH_INPLACE_GPU_GRID_GATHER");
+  EXPECT_EQ(general.gpu.grid_linear, 0);
+  EXPECT_EQ(general.gpu.grid_width, linear.gpu.grid_width);
+  EXPECT_EQ(general.gpu.grid_rows, linear.gpu.grid_rows);
+}
+
 }  // namespace

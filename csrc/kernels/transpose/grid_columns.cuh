@@ -83,12 +83,86 @@ int grid_row_lanes(int step, int64_t R, int warp) {
   return L < warp ? L : warp;
 }
 
+// The gather of the column shuffles (kColShuffle, kInvColShuffle: f_j = jj) with its index arithmetic
+// strength-reduced. Band row `by` of the block is source row yu = lo_y + by (mod m), and its column jj lands in
+// row slot - s0 of sm:
+//   kColShuffle (minus):      slot = yu - jj,     yu = s0 + by:            sm index (by - jj) W + jj = by W - jj (W - 1);
+//   kInvColShuffle (plus):    slot = yu - m + jj, yu = s0 + m - fmax + by: (by - fmax + jj) W + jj = (by - fmax) W + jj (W + 1);
+// so a lane's shared-memory index moves by a constant per element, and its run is [jlo, jhi) with
+//   minus: jlo = by - (s1 - s0) + 1, jhi = by + 1;   plus: jlo = fmax - by, jhi = fmax - by + (s1 - s0);
+// clipped to [0, fmax]. The general gather (grid_panel_load) computed the slot per element, with both steps' and
+// the rotations' arithmetic behind run-time branches. L (lanes per row, a power of two) is a template parameter
+// so that a lane's K loads from its row take immediate offsets. Indices fit an int: R W es <= the shared memory
+// of a block, R es >= kGridColumnRunBytes and W <= m, n.
+template <int L, typename T, typename U>
+TI_DEVICE void grid_gather_shuffle(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
+                                   U s1, bool async_copy) {
+  constexpr int K = grid_load_depth<T>();
+  constexpr int kRowsPerWarp = kWarpSize / L;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % L;
+  const int sub = (threadIdx.x % kWarpSize) / L;
+  const int nwarps = blockDim.x / kWarpSize;
+  const bool minus = step == kColShuffle;
+  const U m = P.m, n = P.nk;
+  const int fmax = static_cast<int>(g.fmax), rows = static_cast<int>(s1 - s0), w = static_cast<int>(W);
+  const int band = rows + fmax;
+  const U lo_y = minus ? s0 : s0 + m - g.fmax;
+  const int d = minus ? 1 - w : w + 1;  // shared-memory index step per column
+  const SharedArray<T> sa(sm);
+  for (int by = warp * kRowsPerWarp + sub; by < band; by += nwarps * kRowsPerWarp) {
+    int jlo = minus ? by - rows + 1 : fmax - by;
+    int jhi = minus ? by + 1 : fmax - by + rows;
+    if (jlo < 0) jlo = 0;
+    if (jhi > fmax + 1) jhi = fmax + 1;
+    if (jlo >= jhi) continue;
+    U row = lo_y + static_cast<U>(by);  // < 2m + W
+    while (row >= m) row -= m;
+    const U src_row = minus ? row : g.ps.pi(row);
+    const T* src = g.A + static_cast<int64_t>(src_row) * n;
+    const int j0 = jlo + lane;
+    int idx = (minus ? by : by - fmax) * w + j0 * d;
+    if (async_copy) {
+      for (int j = j0; j < jhi; j += L, idx += L * d) sa.copy_async_from(idx, src + j);
+      continue;
+    }
+    for (int j = j0; j < jhi; j += L * K, idx += L * K * d) {
+      // Loads past the run re-read its last element (the same sector) instead of being predicated off: with a
+      // predicate per load ptxas ran out of predicate registers and put the first stores, which wait for their
+      // loads, before the last loads were issued.
+      const T* p = src + j;
+      const int last = jhi - 1 - j;
+      T v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) v[s] = p[static_cast<uint32_t>(s * L < last ? s * L : last)];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        if (j + s * L < jhi) sa.store(idx + s * L * d, v[s]);
+      }
+    }
+  }
+}
+
 // Gathers the block's slots [s0, s1) of panel g into sm (row stride W): band rows, L lanes per row (kWarpSize / L
 // rows per warp), those lanes along the row's run of columns. With async_copy the copies are only issued: the
-// caller waits for them (copy_async_wait) before its block barrier.
+// caller waits for them (copy_async_wait) before its block barrier. `linear`: the column shuffles take
+// grid_gather_shuffle (L a power of two from 4 to the warp); the rotations, and every step with linear false
+// (TORCH_INPLACE_GPU_GRID_GATHER=general, for comparisons), the general code below.
 template <typename T, typename U>
 TI_DEVICE void grid_panel_load(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
-                               U s1, int L, bool async_copy) {
+                               U s1, int L, bool async_copy, bool linear) {
+  if (linear && (step == kColShuffle || step == kInvColShuffle) && s0 < s1) {
+    switch (L) {
+      case 4: return grid_gather_shuffle<4>(g, P, step, sm, W, s0, s1, async_copy);
+      case 8: return grid_gather_shuffle<8>(g, P, step, sm, W, s0, s1, async_copy);
+      case 16: return grid_gather_shuffle<16>(g, P, step, sm, W, s0, s1, async_copy);
+      case 32: return grid_gather_shuffle<32>(g, P, step, sm, W, s0, s1, async_copy);
+      default:
+        if constexpr (kWarpSize > 32) {  // 64-wide wavefronts
+          if (L == kWarpSize) return grid_gather_shuffle<kWarpSize>(g, P, step, sm, W, s0, s1, async_copy);
+        }
+        break;
+    }
+  }
   constexpr int K = grid_load_depth<T>();
   const int rows_per_warp = kWarpSize / L;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % L;
@@ -197,7 +271,7 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 template <typename T, typename U, bool kAsyncGather>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf, int row_lanes) {
+                    int64_t total, int nbuf, int row_lanes, int linear) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
@@ -206,7 +280,7 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, kAsyncGather);
+      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, kAsyncGather, linear != 0);
       if (kAsyncGather) copy_async_wait();
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
@@ -216,19 +290,21 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
     return;
   }
   // With async copies the gather of panel p is issued first and lands while the block writes panel p - 1 back.
-  T* bufs[2] = {sm, sm + static_cast<int64_t>(R) * W};
+  // The buffers by offset from sm rather than from an array of pointers: the array lived in local memory and the
+  // accesses through it were generic ones, not shared-memory ones.
+  auto buf = [&](int64_t i) { return sm + (i & 1) * (static_cast<int64_t>(R) * W); };
   for (int64_t it = 0; it <= total; ++it) {
     if (kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, true);
+      grid_panel_load(g, P, step, buf(it), W, s0, s1, row_lanes, true, linear != 0);
     }
     if (it > 0) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
-      grid_panel_store(g, P, step, bufs[(it - 1) & 1], W, s0, s1);
+      grid_panel_store(g, P, step, buf(it - 1), W, s0, s1);
     }
     if (!kAsyncGather && it < total) {
       const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, bufs[it & 1], W, s0, s1, row_lanes, false);
+      grid_panel_load(g, P, step, buf(it), W, s0, s1, row_lanes, false, linear != 0);
     }
     if (kAsyncGather) copy_async_wait();
     __syncthreads();
@@ -244,9 +320,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL_A(T, A)                                                                                 \
   template __global__ void col_grid_kernel<T, uint32_t, A>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int);                         \
+                                                           int64_t, int64_t, int, int, int);                    \
   template __global__ void col_grid_kernel<T, uint64_t, A>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int);
+                                                           int64_t, int64_t, int, int, int);
 #define TI_INST_GRIDCOL(T) TI_INST_GRIDCOL_A(T, false) TI_INST_GRIDCOL_A(T, true)
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)

@@ -311,7 +311,7 @@ struct Engine {
       auto k = g.grid_async != 0 ? col_grid_kernel<T, U, true> : col_grid_kernel<T, U, false>;
       return launch_cooperative(k, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data, P, step,
                                 static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows), panels,
-                                total, static_cast<int>(g.grid_buffers), lanes);
+                                total, static_cast<int>(g.grid_buffers), lanes, static_cast<int>(g.grid_linear));
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
