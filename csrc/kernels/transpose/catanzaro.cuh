@@ -469,23 +469,16 @@ TI_DEVICE void stage_rows_rotated_runs(T* sm, const T* __restrict__ base, const 
 
 // Stages cnt contiguous elements g[0, cnt) into shared memory with 16-byte copies: the copy starts at
 // sm + (address of g mod 16) / sizeof(T), so that each element keeps its global address mod 16, and a few
-// single elements go at either end. sm is 16-byte aligned with c2r::staged_bytes(cnt * sizeof(T)) bytes. Returns
-// where the copy starts. Copies through copy_async: copy_async_wait() and a block barrier before it is read.
+// single elements go at either end (copy_run_units). sm is 16-byte aligned with c2r::staged_bytes(cnt * sizeof(T))
+// bytes. Returns where the copy starts. Copies through copy_async: copy_async_wait() and a block barrier before it
+// is read.
 // The fp32 row shuffle was bound by instruction issue (Nsight Compute on an H200: SM throughput 76%, DRAM 37%),
 // and element copies took about a third of its instructions.
 template <typename T, typename U>
 TI_DEVICE T* stage_contiguous(T* sm, const T* __restrict__ g, U cnt) {
   constexpr int A = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));  // elements per 16 bytes
-  const U mis = static_cast<U>((reinterpret_cast<uintptr_t>(g) / sizeof(T)) % A);
-  T* s = sm + mis;
-  const U head = (A - mis) % A < cnt ? (A - mis) % A : cnt;
-  const U nvec = (cnt - head) / A;
-  const U tail = head + nvec * A;
-  if (static_cast<U>(threadIdx.x) < head) copy_async(s + threadIdx.x, g + threadIdx.x);
-  for (U t = tail + threadIdx.x; t < cnt; t += blockDim.x) copy_async(s + t, g + t);
-  const uint4* gv = reinterpret_cast<const uint4*>(g + head);
-  uint4* sv = reinterpret_cast<uint4*>(s + head);
-  for (U x = threadIdx.x; x < nvec; x += blockDim.x) copy_async(sv + x, gv + x);
+  T* s = sm + (reinterpret_cast<uintptr_t>(g) / sizeof(T)) % A;
+  copy_run_units<uint4, T, U>(s, g, cnt, static_cast<U>(threadIdx.x), static_cast<U>(blockDim.x));
   return s;
 }
 

@@ -86,8 +86,9 @@ int grid_row_lanes(int step, int64_t R, int warp) {
 // The gather of the column shuffles (kColShuffle, kInvColShuffle: f_j = jj) with its index arithmetic
 // strength-reduced. Band row `by` of the block is source row yu = lo_y + by (mod m), and its column jj lands in
 // row slot - s0 of sm:
-//   kColShuffle (minus):      slot = yu - jj,     yu = s0 + by:            sm index (by - jj) W + jj = by W - jj (W - 1);
-//   kInvColShuffle (plus):    slot = yu - m + jj, yu = s0 + m - fmax + by: (by - fmax + jj) W + jj = (by - fmax) W + jj (W + 1);
+//   kColShuffle (minus): slot = yu - jj, yu = s0 + by, sm index (by - jj) W + jj = by W - jj (W - 1);
+//   kInvColShuffle (plus): slot = yu - m + jj, yu = s0 + m - fmax + by,
+//                          sm index (by - fmax + jj) W + jj = (by - fmax) W + jj (W + 1);
 // so a lane's shared-memory index moves by a constant per element, and its run is [jlo, jhi) with
 //   minus: jlo = by - (s1 - s0) + 1, jhi = by + 1;   plus: jlo = fmax - by, jhi = fmax - by + (s1 - s0);
 // clipped to [0, fmax]. The general gather (grid_panel_load) computed the slot per element, with both steps' and

@@ -231,7 +231,6 @@ struct Engine {
       TI_CHECK(cudaMemsetAsync(flags, 0, static_cast<size_t>(blocks) * 4, stream));
       CatIdx<U> Pw = P;
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
-      Pw.walk_c0 = g.row_walk_c0 != 0;
       return launch_cooperative(k, blocks, threads, g.fuse_smem, stream, data, Pw,
                                 static_cast<uint32_t>(g.fuse_head), static_cast<uint32_t>(g.fuse_rows),
                                 static_cast<uint32_t>(g.fuse_bufs), flags, g.fuse_runs != 0);
@@ -247,7 +246,6 @@ struct Engine {
       const int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
       CatIdx<U> Pw = P;
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
-      Pw.walk_c0 = g.row_walk_c0 != 0;
       k<<<grid, threads, g.row_smem, stream>>>(data, Pw, rows, static_cast<int>(g.row_block));
       TI_LAUNCH_CHECK();
     } else {
@@ -344,7 +342,8 @@ struct Engine {
   }
 
   cudaError_t catanzaro() {
-    const CatIdx<U> P(pl.c2r, pl.steps.super);
+    CatIdx<U> P(pl.c2r, pl.steps.super);
+    P.walk_c0 = pl.steps.row_walk_c0 != 0;  // the row kernels' C2R walks (TORCH_INPLACE_GPU_ROW_WALK=general: off)
     const int64_t k = pl.steps.super, F = pl.c2r.n;
     if (!pl.r2c) {
       if (k > 1) TI_CHECK(tiles(k, F));  // (N/k, k, F) -> (N/k, F, k)
