@@ -466,7 +466,9 @@ FUSED_SHAPES = [(6, 4), (4, 6), (12, 18), (18, 12), (1002, 1500), (1500, 1002), 
                 (2048, 1536), (8198, 8186), (4099 * 3, 2050 * 3), (1000, 3000),
                 # C2R staged by runs: runs of 511 columns whose addresses agree mod 16 bytes in every other run (4100 x
                 # 1022), and 16 runs of 64 columns per row (11216 x 1024: a warp per run)
-                (4100, 1022), (1022, 4100), (11216, 1024)]
+                (4100, 1022), (1022, 4100), (11216, 1024),
+                # gcd 5 and 7: C2R row kernels on blocks of 480 / 448 threads (960 / 896 with 1024), which c divides
+                (5015, 3505), (8407, 4200)]
 
 
 @pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
@@ -478,13 +480,17 @@ def test_rotation_fused_into_row_shuffle(esize):
     # by runs of b columns (vector copies) where they are long, and element by element with
     # TORCH_INPLACE_GPU_FUSE_STAGE=elements. Where c divides the row kernel's block size (gcd 2, 16, 512 here) the C2R
     # gather walk drops its c terms; TORCH_INPLACE_GPU_ROW_WALK=general keeps the general walk, fused and unfused.
+    # Where c does not divide it (gcd 3, 5, 6, 7 here) the C2R row kernels take a block size that c divides;
+    # TORCH_INPLACE_GPU_ROW_WALK=power2 keeps the power-of-two blocks.
     for knobs in ({}, dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"), dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0"),
                   dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2"), dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="1"),
                   dict(TORCH_INPLACE_GPU_FUSE_BUFFERS="2", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"),
                   dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements"),
                   dict(TORCH_INPLACE_GPU_FUSE_STAGE="elements", TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1"),
                   dict(TORCH_INPLACE_GPU_ROW_WALK="general"),
-                  dict(TORCH_INPLACE_GPU_ROW_WALK="general", TORCH_INPLACE_GPU_FUSE_ROTATION="0")):
+                  dict(TORCH_INPLACE_GPU_ROW_WALK="general", TORCH_INPLACE_GPU_FUSE_ROTATION="0"),
+                  dict(TORCH_INPLACE_GPU_ROW_WALK="power2"),
+                  dict(TORCH_INPLACE_GPU_ROW_WALK="power2", TORCH_INPLACE_GPU_FUSE_ROTATION="0")):
         with env(**knobs, **NO_ONCHIP):
             for shape in FUSED_SHAPES:
                 if math.prod(shape) * esize > (1 << 28):

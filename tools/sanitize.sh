@@ -26,7 +26,9 @@ cases = [((96, 96), 4, "square"), ((3, 65, 65), 8, "square"), ((300, 7), 4, "ski
          # C2R staged by runs of b columns: 16- / 8-byte copies in turn (gcd 2, b = 511), 4-byte ones, a warp per run
          ((4100, 1022), 4, "c2r"), ((4100, 1022), 2, "c2r"), ((11216, 1024), 4, "c2r"),
          # gcd 1 row walks over rows starting at every offset mod 16 bytes (16-byte staging)
-         ((1031, 300), 4, "c2r"), ((300, 1031), 2, "r2c")]
+         ((1031, 300), 4, "c2r"), ((300, 1031), 2, "r2c"),
+         # gcd 3 and 7: C2R row kernels on blocks of 480 and 448 threads (a multiple of c)
+         ((1203, 603), 4, "c2r"), ((1407, 707), 2, "c2r")]
 knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "cluster", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_BUFFERS": "1", "TORCH_INPLACE_GPU_ONCHIP": "0"},

@@ -169,6 +169,10 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // C2R row walks with c > 1 drop their c terms where c divides the row kernel's block size (shuffle_staged_rows'
   // kStepC0); TORCH_INPLACE_GPU_ROW_WALK=general keeps the general walk (comparisons).
   g.row_walk_c0 = env_is("TORCH_INPLACE_GPU_ROW_WALK", "general") ? 0 : 1;
+  // Where c does not divide the block size, the C2R row kernels take one that it divides if that keeps 7/8 of the
+  // threads (c2r_walk_threads: 480 / 960 for c = 3, 5, 6; 448 / 896 for c = 7); TORCH_INPLACE_GPU_ROW_WALK=power2
+  // keeps the power-of-two blocks (comparisons).
+  g.row_walk_fit = g.row_walk_c0 != 0 && !env_is("TORCH_INPLACE_GPU_ROW_WALK", "power2") ? 1 : 0;
   // The C2R pre-rotation / R2C post-rotation (c > 1) fused into the row shuffle: a block's chunk of rows starts
   // with a head of at least c - 1 rows (a band's rotated rows reach that far past it), held in shared memory
   // beside the band in work.

@@ -91,6 +91,7 @@ struct Plan {
     int64_t grid_linear = 1;     // 1: the column shuffles' gather steps its indices linearly (0: the general gather)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_walk_c0 = 1;  // C2R row walks drop their c terms where c divides the block size (0: never)
+    int64_t row_walk_fit = 1;  // C2R, c > 1: a block size that c divides where one is close (c2r_walk_threads)
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     // Or (fuse_head > 0; c > 1, one matrix, rows in shared memory) the row shuffle fused with the C2R
     // pre-rotation / R2C post-rotation: each block's chunk of rows starts with a head of fuse_head >= c - 1 rows,

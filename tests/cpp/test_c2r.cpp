@@ -12,6 +12,7 @@
 
 namespace {
 
+using torch_inplace::c2r::c2r_walk_threads;
 using torch_inplace::c2r::gcd64;
 using torch_inplace::c2r::mmi;
 using torch_inplace::c2r::mulmod;
@@ -97,6 +98,29 @@ void check_shape(int64_t m, int64_t n) {
   ASSERT_EQ(buf2, want) << "c2r " << m << " x " << n;
   r2c_steps(buf2, Params(m, n));
   ASSERT_EQ(buf2, src) << "r2c inverts c2r " << m << " x " << n;
+}
+
+TEST(C2R, WalkThreadsAreMultiplesOfC) {
+  // C2R row kernels with gcd c > 1 take a block size that c divides where it keeps 7/8 of the default.
+  EXPECT_EQ(c2r_walk_threads(512, 1, 32), 512);
+  EXPECT_EQ(c2r_walk_threads(512, 2, 32), 512);
+  EXPECT_EQ(c2r_walk_threads(1024, 64, 32), 1024);
+  EXPECT_EQ(c2r_walk_threads(512, 3, 32), 480);
+  EXPECT_EQ(c2r_walk_threads(1024, 3, 32), 960);
+  EXPECT_EQ(c2r_walk_threads(512, 5, 32), 480);
+  EXPECT_EQ(c2r_walk_threads(512, 6, 32), 480);
+  EXPECT_EQ(c2r_walk_threads(1024, 7, 32), 896);
+  EXPECT_EQ(c2r_walk_threads(512, 9, 32), 512);    // 288: too few
+  EXPECT_EQ(c2r_walk_threads(1024, 13, 32), 1024);  // 832: too few
+  EXPECT_EQ(c2r_walk_threads(1024, 15, 32), 960);
+  EXPECT_EQ(c2r_walk_threads(1024, 3, 64), 960);  // 64-wide wavefronts
+  EXPECT_EQ(c2r_walk_threads(1024, 1000, 32), 1024);
+  for (int64_t c = 2; c < 200; ++c) {
+    for (int64_t B : {512, 1024}) {
+      const int64_t t = c2r_walk_threads(B, c, 32);
+      EXPECT_TRUE(t == B || (t % c == 0 && t % 32 == 0 && t * 8 >= B * 7 && t <= B)) << B << " " << c;
+    }
+  }
 }
 
 TEST(C2R, EveryShapeUpTo40) {

@@ -262,6 +262,19 @@ TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
   EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
 
+TEST(GpuPlan, C2RWalkBlockSizeKnob) {
+  // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
+  // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.
+  const DeviceCaps g = fake_gpu();
+  EXPECT_EQ(make_plan(prob(1, 5015, 3505), g, Algo::C2R).gpu.row_walk_fit, 1);
+  for (const char* v : {"power2", "general"}) {
+    setenv("TORCH_INPLACE_GPU_ROW_WALK", v, 1);
+    const Plan p = make_plan(prob(1, 5015, 3505), g, Algo::C2R);
+    unsetenv("TORCH_INPLACE_GPU_ROW_WALK");
+    EXPECT_EQ(p.gpu.row_walk_fit, 0) << v;
+  }
+}
+
 TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
   // The whole-GPU column panels gather the column shuffles with linearly stepped indices unless
   // TORCH_INPLACE_GPU_GRID_GATHER=general asks for the general gather; the panels themselves do not change.

@@ -222,7 +222,8 @@ struct Engine {
       // Rotation fused into the row shuffle: every block resident (neighbours wait on each other's flags).
       auto k = c2r ? row_rotate_fused_kernel<T, U, true> : row_rotate_fused_kernel<T, U, false>;
       TI_CHECK(allow_smem(k, g.fuse_smem));
-      const int threads = 2 * g.fuse_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      int threads = 2 * g.fuse_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      if (c2r) threads = walk_threads(threads);
       const int per_sm = max_active_blocks(reinterpret_cast<const void*>(k), threads, g.fuse_smem);
       if (per_sm <= 0) return cudaErrorCooperativeLaunchTooLarge;
       const int64_t blocks = std::min<int64_t>({pl.c2r.m / g.fuse_head, int64_t{per_sm} * caps.num_sms,
@@ -243,7 +244,8 @@ struct Engine {
                    : (c1 ? row_shuffle_smem_kernel<T, U, false, true> : row_shuffle_smem_kernel<T, U, false, false>);
       TI_CHECK(allow_smem(k, g.row_smem));
       // One block per SM when a block's rows take more than half of an SM's shared memory: then 1024 threads.
-      const int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
+      if (c2r) threads = walk_threads(threads);
       CatIdx<U> Pw = P;
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
       k<<<grid, threads, g.row_smem, stream>>>(data, Pw, rows, static_cast<int>(g.row_block));
@@ -277,6 +279,14 @@ struct Engine {
     reflect_kernel<T, U><<<grid_for(total, 256, caps, 16), 256, 0, stream>>>(data, P, step, about_zero, batch);
     TI_LAUNCH_CHECK();
     return cudaSuccess;
+  }
+
+  // Threads per block of a C2R row kernel: c2r_walk_threads' block size that c divides, where the plan allows it
+  // and the rows are longer than the block (the walk that drops the c terms runs only there), else B.
+  int walk_threads(int B) const {
+    if (pl.c2r.c <= 1 || !pl.steps.row_walk_fit || pl.steps.super != 1) return B;
+    const int64_t t = c2r::c2r_walk_threads(B, pl.c2r.c, kWarpSize);
+    return t != B && nk() > t ? static_cast<int>(t) : B;
   }
 
   cudaError_t q_permute(const CatIdx<U>& P, bool gather) {
