@@ -419,9 +419,13 @@ def test_column_engines_explain_and_agree():
     # Large shapes take the whole-GPU column panels; the cluster engine stays reachable and gives the same bytes.
     # The panels' gather for the column shuffles steps its indices linearly, one instantiation per lanes-per-row
     # count (4, 8, 16, 32; TORCH_INPLACE_GPU_GRID_ROW_LANES), with and without cp.async;
-    # TORCH_INPLACE_GPU_GRID_GATHER=general keeps the general gather.
+    # TORCH_INPLACE_GPU_GRID_GATHER=general keeps the general gather. TORCH_INPLACE_GPU_GRID_SPLIT=q gives each block
+    # 1/q of a panel's columns and q times the rows (column shuffles only: plans with a rotation step keep q = 1).
     p = torch_inplace.plan((13441, 9721), torch.float32, "cuda")
     assert p.algorithm == "c2r" and "whole GPU" in p.explanation, p.explanation
+    with env(TORCH_INPLACE_GPU_GRID_SPLIT="2"):
+        p = torch_inplace.plan((13441, 9721), torch.float32, "cuda")
+        assert "1/2 of the panel's columns" in p.explanation, p.explanation
     for shape, esize in [((4099, 4093), 4), ((3001, 5000), 8), ((2, 3000, 1999), 2), ((6001, 1200), 16),
                          ((1200, 6000), 1), ((20011, 997), 4)]:
         for knobs in ({}, dict(TORCH_INPLACE_GPU_COLUMNS="cluster"), dict(TORCH_INPLACE_GPU_COLUMNS="grid"),
@@ -437,7 +441,14 @@ def test_column_engines_explain_and_agree():
                            TORCH_INPLACE_GPU_GRID_ASYNC="1"),
                       dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="32"),
                       dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_ROW_LANES="16",
-                           TORCH_INPLACE_GPU_GRID_BUFFERS="2", TORCH_INPLACE_GPU_GRID_ASYNC="0")):
+                           TORCH_INPLACE_GPU_GRID_BUFFERS="2", TORCH_INPLACE_GPU_GRID_ASYNC="0"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_SPLIT="2"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_SPLIT="3",
+                           TORCH_INPLACE_GPU_GRID_ASYNC="1"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_SPLIT="2",
+                           TORCH_INPLACE_GPU_GRID_ASYNC="0", TORCH_INPLACE_GPU_GRID_BUFFERS="2"),
+                      dict(TORCH_INPLACE_GPU_COLUMNS="grid", TORCH_INPLACE_GPU_GRID_SPLIT="4",
+                           TORCH_INPLACE_GPU_GRID_ASYNC="1", TORCH_INPLACE_GPU_GRID_BUFFERS="2")):
             with env(**knobs, **NO_ONCHIP):
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)

@@ -40,6 +40,10 @@ knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHI
          {"TORCH_INPLACE_GPU_ROWS": "global", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          {"TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1", "TORCH_INPLACE_GPU_GRID_ROW_LANES": "4",
           "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         # the panels split into column parts (two buffers with three parts)
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_SPLIT": "2", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_SPLIT": "3", "TORCH_INPLACE_GPU_GRID_BUFFERS": "2",
+          "TORCH_INPLACE_GPU_ONCHIP": "0"},
          # the panels' general gather (the column shuffles step their indices linearly by default)
          {"TORCH_INPLACE_GPU_COLUMNS": "grid", "TORCH_INPLACE_GPU_GRID_GATHER": "general",
           "TORCH_INPLACE_GPU_ONCHIP": "0"},
@@ -53,7 +57,8 @@ for kv in knobs:
     for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
               "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
-              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE", "TORCH_INPLACE_GPU_GRID_GATHER"):
+              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE", "TORCH_INPLACE_GPU_GRID_GATHER",
+              "TORCH_INPLACE_GPU_GRID_SPLIT"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

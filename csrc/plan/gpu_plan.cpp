@@ -85,6 +85,8 @@ constexpr int64_t kGridColumnBuffers = 1;
 // fp32 R2C runs 0.99-1.13x (median 1.005); fp32 C2R 13441 x 9721 (408-byte runs) 0.95x per kernel. In the sixth
 // session, with slower row kernels around it, it had moved no median.
 constexpr int64_t kGridAsyncRunBytes = 600;
+// Column parts per whole-GPU panel (1: none; see the split below).
+constexpr int64_t kGridSplit = 1;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -201,6 +203,27 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       off += g.fuse_flags_bytes;
     }
   }
+  // Whole-GPU panels in q column parts (col_grid_kernel's split): slot groups of R = ceil(m / (SMs / q)) rows, each
+  // panel's W columns in q parts of W / q, one block per (group, part). A block's gather runs are min(R, W / q)
+  // elements instead of ceil(m / SMs): a taller, narrower tile in the same shared memory. Column shuffles with the
+  // linear gather only, so not where a rotation takes a column step of its own (c > 1 unfused).
+  // TORCH_INPLACE_GPU_GRID_SPLIT=q picks q (comparisons).
+  const bool grid_rotations = plan.c2r.c > 1 && g.fuse_head == 0;
+  const int64_t split = env_int("TORCH_INPLACE_GPU_GRID_SPLIT", kGridSplit);
+  if (g.grid_width > 0 && g.grid_linear != 0 && !grid_rotations && split > 1 && caps.num_sms >= 2 * split) {
+    const int64_t R = ceil_div(m, caps.num_sms / split);
+    int64_t Wq = std::min(budget / (g.grid_buffers * R * es), std::min(n, m) / split);
+    Wq -= Wq % 2;
+    if (Wq * es >= 128 && R <= (int64_t{1} << 20)) {
+      g.grid_split = split;
+      g.grid_rows = R;
+      g.grid_width = split * Wq;
+      g.grid_blocks = ceil_div(m, R) * split;
+      g.grid_smem = g.grid_buffers * R * Wq * es;
+      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", std::min(R, Wq) * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
+                     (es == 4 || es == 8 || es == 16);
+    }
+  }
   if (g.col_cluster == 0 && g.grid_width == 0) {
     g.bitmap_off = off;
     g.bitmap_bytes = align64(ceil_div(m, 32) * 4);
@@ -213,6 +236,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     plan.reason += "; columns in panels of " + std::to_string(g.grid_width) +
                    " through the shared memory of the whole GPU (one cooperative kernel, " +
                    std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows" +
+                   (g.grid_split > 1 ? " and 1/" + std::to_string(g.grid_split) + " of the panel's columns" : "") +
                    (g.grid_async ? ", gathered with cp.async)" : ")");
   } else if (g.col_cluster > 0) {
     plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +

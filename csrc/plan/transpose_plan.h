@@ -89,6 +89,7 @@ struct Plan {
     int64_t grid_row_lanes = 0;  // lanes per band row of the gather (0: the kernel's rule, grid_row_lanes<T>)
     int64_t grid_async = 0;      // 1: the gather copies global -> shared with cp.async (4/8/16-byte elements)
     int64_t grid_linear = 1;     // 1: the column shuffles' gather steps its indices linearly (0: the general gather)
+    int64_t grid_split = 1;      // > 1: each panel in grid_split column parts, grid_rows slots per block (no rotations)
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_walk_c0 = 1;  // C2R row walks drop their c terms where c divides the block size (0: never)
     int64_t row_walk_fit = 1;  // C2R, c > 1: a block size that c divides where one is close (c2r_walk_threads)

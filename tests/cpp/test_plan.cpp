@@ -275,6 +275,32 @@ TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   }
 }
 
+TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
+  // TORCH_INPLACE_GPU_GRID_SPLIT=q: slot groups of ceil(m / (SMs / q)) rows, each panel in q column parts of
+  // W / q, one block per (group, part), the shared memory within the budget. Not where a rotation takes a column
+  // step of its own (gcd > 1, a batch: no fusion).
+  const DeviceCaps g = fake_gpu();
+  setenv("TORCH_INPLACE_GPU_GRID_SPLIT", "2", 1);
+  const Plan split = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
+  const Plan rot = make_plan(prob(2, 6000, 4000), g, Algo::C2R);
+  unsetenv("TORCH_INPLACE_GPU_GRID_SPLIT");
+  const Plan one = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
+  ASSERT_GT(one.gpu.grid_width, 0) << one.reason;
+  EXPECT_EQ(one.gpu.grid_split, 1);
+  ASSERT_EQ(split.gpu.grid_split, 2) << split.reason;
+  const int64_t m = split.c2r.m;
+  EXPECT_EQ(split.gpu.grid_rows, (m + g.num_sms / 2 - 1) / (g.num_sms / 2));
+  EXPECT_EQ(split.gpu.grid_width % 2, 0);
+  EXPECT_EQ(split.gpu.grid_blocks, (m + split.gpu.grid_rows - 1) / split.gpu.grid_rows * 2);
+  EXPECT_LE(split.gpu.grid_blocks, g.num_sms);
+  EXPECT_EQ(split.gpu.grid_smem, split.gpu.grid_rows * (split.gpu.grid_width / 2) * 4);
+  EXPECT_LE(split.gpu.grid_smem, g.smem_per_block);
+  EXPECT_TRUE(contains(split.reason, "1/2 of the panel's columns")) << split.reason;
+  ASSERT_GT(rot.c2r.c, 1);
+  EXPECT_EQ(rot.gpu.fuse_head, 0) << rot.reason;
+  EXPECT_EQ(rot.gpu.grid_split, 1) << rot.reason;
+}
+
 TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
   // The whole-GPU column panels gather the column shuffles with linearly stepped indices unless
   // TORCH_INPLACE_GPU_GRID_GATHER=general asks for the general gather; the panels themselves do not change.

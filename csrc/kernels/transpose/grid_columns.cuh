@@ -35,6 +35,7 @@ struct GridPanel {
   T* A;
   U j0, w, fmax;
   PanelStep<U> ps;
+  U shift = 0;  // a column part of a split panel (grid_panel_part): its columns' fine shifts start here
 };
 
 template <typename T, typename U>
@@ -57,6 +58,19 @@ TI_DEVICE GridPanel<T, U> grid_panel(T* base, const CatIdx<U>& P, int step, uint
   const bool rotation = step == kPreRotate || step == kPostRotate;
   g.fmax = rotation ? P.dm_b.div(g.j0 + g.w - 1, &r0) - g.ps.c0 : g.w - 1;
   return g;
+}
+
+// Column part h of `split` (each Wq = W / split columns wide) of panel g, for the column shuffles: its columns
+// [h Wq, h Wq + w) of the panel, whose fine shifts f_j = jj start at h Wq. w == 0 where the part lies past a last
+// panel narrower than W (the block then only meets the grid barriers).
+template <typename T, typename U>
+TI_DEVICE void grid_panel_part(GridPanel<T, U>& g, int h, uint32_t Wq) {
+  const U jb = static_cast<U>(h) * Wq;
+  const U w = g.w > jb ? (g.w - jb < Wq ? g.w - jb : static_cast<U>(Wq)) : U{0};
+  g.A += jb;
+  g.shift = jb;
+  g.w = w;
+  g.fmax = w > 0 ? w - 1 : 0;
 }
 
 // Loads in flight per lane in grid_panel_load: 8 elements (64 bytes for 16-byte ones: 4).
@@ -94,7 +108,8 @@ int grid_row_lanes(int step, int64_t R, int warp) {
 // clipped to [0, fmax]. The general gather (grid_panel_load) computed the slot per element, with both steps' and
 // the rotations' arithmetic behind run-time branches. L (lanes per row, a power of two) is a template parameter
 // so that a lane's K loads from its row take immediate offsets. Indices fit an int: R W es <= the shared memory
-// of a block, R es >= kGridColumnRunBytes and W <= m, n.
+// of a block, R es >= kGridColumnRunBytes and W <= m, n. With a split panel (grid_panel_part) jj counts from the
+// part's first column and the fine shift is g.shift + jj: the band moves on by g.shift rows (minus) or back (plus).
 template <int L, typename T, typename U>
 TI_DEVICE void grid_gather_shuffle(const GridPanel<T, U>& g, const CatIdx<U>& P, int step, T* sm, uint32_t W, U s0,
                                    U s1, bool async_copy) {
@@ -107,7 +122,8 @@ TI_DEVICE void grid_gather_shuffle(const GridPanel<T, U>& g, const CatIdx<U>& P,
   const U m = P.m, n = P.nk;
   const int fmax = static_cast<int>(g.fmax), rows = static_cast<int>(s1 - s0), w = static_cast<int>(W);
   const int band = rows + fmax;
-  const U lo_y = minus ? s0 : s0 + m - g.fmax;
+  // A column part (g.shift > 0) is the same gather with the source rows moved on by its first column's shift.
+  const U lo_y = minus ? s0 + g.shift : s0 + m - g.shift - g.fmax;
   const int d = minus ? 1 - w : w + 1;  // shared-memory index step per column
   const SharedArray<T> sa(sm);
   for (int by = warp * kRowsPerWarp + sub; by < band; by += nwarps * kRowsPerWarp) {
@@ -269,23 +285,33 @@ TI_DEVICE void grid_panel_store(const GridPanel<T, U>& g, const CatIdx<U>& P, in
 // reads and writes overlap and there is still one barrier per panel.
 // kAsyncGather: the gather copies through cp.async (an instantiation of its own, so that the register gather's
 // code stays as it is).
+// split > 1 (column shuffles with the linear gather only): block b owns slots [s0, s0 + R) of slot group b / split
+// and the column part b % split (W / split columns) of every panel. A block's gather runs are min(R, W / split)
+// elements long instead of R (= m / blocks with one part): for the same shared memory, a taller, narrower tile.
 template <typename T, typename U, bool kAsyncGather>
 __global__ void __launch_bounds__(kGridColThreads, 1)
     col_grid_kernel(T* __restrict__ base, CatIdx<U> P, int step, uint32_t W, uint32_t R, int64_t panels,
-                    int64_t total, int nbuf, int row_lanes, int linear) {
+                    int64_t total, int nbuf, int row_lanes, int linear, int split) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const U m = P.m;
-  const U s0 = static_cast<U>(blockIdx.x) * R;
+  const int part = static_cast<int>(blockIdx.x % static_cast<unsigned>(split));
+  const uint32_t Wq = W / static_cast<uint32_t>(split);  // the panel width of one block (its smem row stride)
+  const U s0 = static_cast<U>(blockIdx.x / static_cast<unsigned>(split)) * R;
   const U s1 = s0 >= m ? s0 : (m - s0 < R ? m : s0 + R);
+  auto panel = [&](int64_t pnl) {
+    GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
+    if (split > 1) grid_panel_part(g, part, Wq);
+    return g;
+  };
   if (nbuf == 1) {
     for (int64_t pnl = 0; pnl < total; ++pnl) {
-      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, pnl);
-      grid_panel_load(g, P, step, sm, W, s0, s1, row_lanes, kAsyncGather, linear != 0);
+      const GridPanel<T, U> g = panel(pnl);
+      if (g.w > 0) grid_panel_load(g, P, step, sm, Wq, s0, s1, row_lanes, kAsyncGather, linear != 0);
       if (kAsyncGather) copy_async_wait();
       __syncthreads();
       cooperative_groups::this_grid().sync();  // every read of this panel's columns is done
-      grid_panel_store(g, P, step, sm, W, s0, s1);
+      grid_panel_store(g, P, step, sm, Wq, s0, s1);
       __syncthreads();  // the block's shared memory is free for the next panel (which reads other columns)
     }
     return;
@@ -293,19 +319,19 @@ __global__ void __launch_bounds__(kGridColThreads, 1)
   // With async copies the gather of panel p is issued first and lands while the block writes panel p - 1 back.
   // The buffers by offset from sm rather than from an array of pointers: the array lived in local memory and the
   // accesses through it were generic ones, not shared-memory ones.
-  auto buf = [&](int64_t i) { return sm + (i & 1) * (static_cast<int64_t>(R) * W); };
+  auto buf = [&](int64_t i) { return sm + (i & 1) * (static_cast<int64_t>(R) * Wq); };
   for (int64_t it = 0; it <= total; ++it) {
     if (kAsyncGather && it < total) {
-      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, buf(it), W, s0, s1, row_lanes, true, linear != 0);
+      const GridPanel<T, U> g = panel(it);
+      if (g.w > 0) grid_panel_load(g, P, step, buf(it), Wq, s0, s1, row_lanes, true, linear != 0);
     }
     if (it > 0) {
-      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it - 1);
-      grid_panel_store(g, P, step, buf(it - 1), W, s0, s1);
+      const GridPanel<T, U> g = panel(it - 1);
+      grid_panel_store(g, P, step, buf(it - 1), Wq, s0, s1);
     }
     if (!kAsyncGather && it < total) {
-      const GridPanel<T, U> g = grid_panel<T, U>(base, P, step, W, panels, it);
-      grid_panel_load(g, P, step, buf(it), W, s0, s1, row_lanes, false, linear != 0);
+      const GridPanel<T, U> g = panel(it);
+      if (g.w > 0) grid_panel_load(g, P, step, buf(it), Wq, s0, s1, row_lanes, false, linear != 0);
     }
     if (kAsyncGather) copy_async_wait();
     __syncthreads();
@@ -321,9 +347,9 @@ namespace torch_inplace {
 namespace kernels {
 #define TI_INST_GRIDCOL_A(T, A)                                                                                 \
   template __global__ void col_grid_kernel<T, uint32_t, A>(T*, CatIdx<uint32_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int, int);                    \
+                                                           int64_t, int64_t, int, int, int, int);               \
   template __global__ void col_grid_kernel<T, uint64_t, A>(T*, CatIdx<uint64_t>, int, uint32_t, uint32_t,       \
-                                                           int64_t, int64_t, int, int, int);
+                                                           int64_t, int64_t, int, int, int, int);
 #define TI_INST_GRIDCOL(T) TI_INST_GRIDCOL_A(T, false) TI_INST_GRIDCOL_A(T, true)
 TI_INST_GRIDCOL(uint8_t)
 TI_INST_GRIDCOL(uint16_t)

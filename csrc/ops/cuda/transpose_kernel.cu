@@ -314,12 +314,17 @@ struct Engine {
     if (g.grid_width > 0) {
       const int64_t panels = (nk() + g.grid_width - 1) / g.grid_width;
       const int64_t total = panels * batch;
-      int lanes = grid_row_lanes<T>(step, g.grid_rows, kWarpSize);
+      const bool rotation = step == kPreRotate || step == kPostRotate;
+      if (g.grid_split > 1 && (rotation || g.grid_linear == 0)) return cudaErrorInvalidValue;  // the planner's rule
+      // A block's runs: min(rows, the panel width of one block).
+      const int64_t run = std::min<int64_t>(g.grid_rows, g.grid_width / g.grid_split);
+      int lanes = grid_row_lanes<T>(step, run, kWarpSize);
       if (g.grid_row_lanes > 0) lanes = static_cast<int>(std::min<int64_t>(g.grid_row_lanes, kWarpSize));
       auto k = g.grid_async != 0 ? col_grid_kernel<T, U, true> : col_grid_kernel<T, U, false>;
       return launch_cooperative(k, g.grid_blocks, kGridColThreads, g.grid_smem, stream, data, P, step,
                                 static_cast<uint32_t>(g.grid_width), static_cast<uint32_t>(g.grid_rows), panels,
-                                total, static_cast<int>(g.grid_buffers), lanes, static_cast<int>(g.grid_linear));
+                                total, static_cast<int>(g.grid_buffers), lanes, static_cast<int>(g.grid_linear),
+                                static_cast<int>(g.grid_split));
     }
     if (g.col_cluster > 0) {
 #if !TI_HIP
