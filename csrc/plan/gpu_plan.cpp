@@ -85,8 +85,15 @@ constexpr int64_t kGridColumnBuffers = 1;
 // fp32 R2C runs 0.99-1.13x (median 1.005); fp32 C2R 13441 x 9721 (408-byte runs) 0.95x per kernel. In the sixth
 // session, with slower row kernels around it, it had moved no median.
 constexpr int64_t kGridAsyncRunBytes = 600;
-// Column parts per whole-GPU panel (1: none; see the split below).
-constexpr int64_t kGridSplit = 1;
+// Whole-GPU panels in column parts (the split below) where a block's gather runs, ceil(m / SMs) elements, are
+// shorter than kGridSplitBelowBytes: q parts, q the smallest of 2..4 that makes them kGridSplitRunBytes or longer
+// (else 4). Measured on an H200 (history_grid_split.log: q = 1..4 forced on every general shape, same run): GPU time
+// per shape with fp32 runs of 96-300 bytes 1.00-1.08x median by q (0.94-1.22x), 300-500 bytes 0.97-0.99x, so only
+// the short ones split (55 of the 200 fp32 shapes, 1.055x median; the general fp32 median 1177 -> 1224 GB/s). fp64
+// runs of 300-600 bytes gained 1.01-1.06x too; not taken yet (one threshold in bytes for every element size).
+constexpr int64_t kGridSplitBelowBytes = 300;
+constexpr int64_t kGridSplitRunBytes = 400;
+constexpr int64_t kGridSplitMax = 4;
 
 void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool fuse_rotation = true) {
   const Problem& p = plan.problem;
@@ -207,9 +214,17 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // panel's W columns in q parts of W / q, one block per (group, part). A block's gather runs are min(R, W / q)
   // elements instead of ceil(m / SMs): a taller, narrower tile in the same shared memory. Column shuffles with the
   // linear gather only, so not where a rotation takes a column step of its own (c > 1 unfused).
-  // TORCH_INPLACE_GPU_GRID_SPLIT=q picks q (comparisons).
+  // q from the run lengths (kGridSplitBelowBytes, kGridSplitRunBytes); TORCH_INPLACE_GPU_GRID_SPLIT=q picks q
+  // (1: no split; comparisons).
   const bool grid_rotations = plan.c2r.c > 1 && g.fuse_head == 0;
-  const int64_t split = env_int("TORCH_INPLACE_GPU_GRID_SPLIT", kGridSplit);
+  int64_t want_split = 1;
+  if (g.grid_width > 0 && g.grid_rows * es < kGridSplitBelowBytes && caps.num_sms > 0) {
+    want_split = 2;
+    while (want_split < kGridSplitMax && ceil_div(m, caps.num_sms / want_split) * es < kGridSplitRunBytes) {
+      ++want_split;
+    }
+  }
+  const int64_t split = env_int("TORCH_INPLACE_GPU_GRID_SPLIT", want_split);
   if (g.grid_width > 0 && g.grid_linear != 0 && !grid_rotations && split > 1 && caps.num_sms >= 2 * split) {
     const int64_t R = ceil_div(m, caps.num_sms / split);
     int64_t Wq = std::min(budget / (g.grid_buffers * R * es), std::min(n, m) / split);

@@ -276,7 +276,7 @@ TEST(GpuPlan, C2RWalkBlockSizeKnob) {
 }
 
 TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
-  // TORCH_INPLACE_GPU_GRID_SPLIT=q: slot groups of ceil(m / (SMs / q)) rows, each panel in q column parts of
+  // Split panels: slot groups of ceil(m / (SMs / q)) rows, each panel in q column parts of
   // W / q, one block per (group, part), the shared memory within the budget. Not where a rotation takes a column
   // step of its own (gcd > 1, a batch: no fusion).
   const DeviceCaps g = fake_gpu();
@@ -299,6 +299,19 @@ TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
   ASSERT_GT(rot.c2r.c, 1);
   EXPECT_EQ(rot.gpu.fuse_head, 0) << rot.reason;
   EXPECT_EQ(rot.gpu.grid_split, 1) << rot.reason;
+  // By default where a block's runs are under 300 bytes: 4160 x 8707 fp32 has runs of ceil(4160 / SMs) elements
+  // (128 bytes with 132 SMs); q = the smallest of 2..4 with runs of 400 bytes or more, else 4.
+  const Plan short_runs = make_plan(prob(1, 4160, 8707), g, Algo::C2R);
+  ASSERT_GT(short_runs.gpu.grid_width, 0) << short_runs.reason;
+  int64_t q = 2;
+  while (q < 4 && (4160 + g.num_sms / q - 1) / (g.num_sms / q) * 4 < 400) ++q;
+  EXPECT_EQ(short_runs.gpu.grid_split, q) << short_runs.reason;
+  EXPECT_GT(short_runs.gpu.grid_split, 1);
+  setenv("TORCH_INPLACE_GPU_GRID_SPLIT", "1", 1);
+  const Plan no_split = make_plan(prob(1, 4160, 8707), g, Algo::C2R);
+  unsetenv("TORCH_INPLACE_GPU_GRID_SPLIT");
+  EXPECT_EQ(no_split.gpu.grid_split, 1);
+  EXPECT_EQ(no_split.gpu.grid_rows, (4160 + g.num_sms - 1) / g.num_sms);
 }
 
 TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
