@@ -90,8 +90,11 @@ constexpr int64_t kGridAsyncRunBytes = 600;
 // (else 4). Measured on an H200 (history_grid_split.log: q = 1..4 forced on every general shape, same run): GPU time
 // per shape with fp32 runs of 96-300 bytes 1.00-1.08x median by q (0.94-1.22x), 300-500 bytes 0.97-0.99x, so only
 // the short ones split (55 of the 200 fp32 shapes, 1.055x median; the general fp32 median 1177 -> 1224 GB/s). fp64
-// runs of 300-600 bytes gained 1.01-1.06x too; not taken yet (one threshold in bytes for every element size).
+// runs of 300-600 bytes gained 1.01-1.06x too; not taken yet (one threshold in bytes). 4- and 8-byte elements only:
+// bf16 lost 4-11% with every q (median 645-695 against 725 GB/s unsplit, two runs), u8 up to 9% with q = 4
+// (history_grid_split.log).
 constexpr int64_t kGridSplitBelowBytes = 300;
+constexpr int64_t kGridSplitMinElementBytes = 4, kGridSplitMaxElementBytes = 8;
 constexpr int64_t kGridSplitRunBytes = 400;
 constexpr int64_t kGridSplitMax = 4;
 
@@ -218,7 +221,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // (1: no split; comparisons).
   const bool grid_rotations = plan.c2r.c > 1 && g.fuse_head == 0;
   int64_t want_split = 1;
-  if (g.grid_width > 0 && g.grid_rows * es < kGridSplitBelowBytes && caps.num_sms > 0) {
+  if (g.grid_width > 0 && g.grid_rows * es < kGridSplitBelowBytes && caps.num_sms > 0 &&
+      es >= kGridSplitMinElementBytes && es <= kGridSplitMaxElementBytes) {
     want_split = 2;
     while (want_split < kGridSplitMax && ceil_div(m, caps.num_sms / want_split) * es < kGridSplitRunBytes) {
       ++want_split;

@@ -312,6 +312,10 @@ TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
   unsetenv("TORCH_INPLACE_GPU_GRID_SPLIT");
   EXPECT_EQ(no_split.gpu.grid_split, 1);
   EXPECT_EQ(no_split.gpu.grid_rows, (4160 + g.num_sms - 1) / g.num_sms);
+  // 2-byte elements keep whole panels (bf16 lost with every q on an H200).
+  const Plan bf16 = make_plan(prob(1, 13441, 9721, 2), g, Algo::C2R);  // runs of 204 bytes
+  ASSERT_GT(bf16.gpu.grid_width, 0) << bf16.reason;
+  EXPECT_EQ(bf16.gpu.grid_split, 1) << bf16.reason;
 }
 
 TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
