@@ -40,6 +40,14 @@ DeviceCaps fake_gpu() {
 
 bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
+// make_plan with the planner knob `name` set to `value` (unset again afterwards).
+Plan plan_with_knob(const char* name, const char* value, const Problem& pr, const DeviceCaps& caps, Algo algo) {
+  setenv(name, value, 1);
+  Plan pl = make_plan(pr, caps, algo);
+  unsetenv(name);
+  return pl;
+}
+
 // The scratch a CPU Catanzaro-family plan must report: cpu_scratch_layout of its own parameters.
 int64_t expected_cpu_scratch(const Plan& pl) {
   if (pl.algo == Algo::Skinny) {
@@ -255,9 +263,7 @@ TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
   const Plan r2c = make_plan(prob(1, 1022, 4100), g, Algo::R2C);
   ASSERT_GT(r2c.gpu.fuse_head, 0) << r2c.reason;
   EXPECT_EQ(r2c.gpu.fuse_runs, 0);
-  setenv("TORCH_INPLACE_GPU_FUSE_STAGE", "elements", 1);
-  const Plan elements = make_plan(prob(1, 4100, 1022), g, Algo::C2R);
-  unsetenv("TORCH_INPLACE_GPU_FUSE_STAGE");
+  const Plan elements = plan_with_knob("TORCH_INPLACE_GPU_FUSE_STAGE", "elements", prob(1, 4100, 1022), g, Algo::C2R);
   ASSERT_GT(elements.gpu.fuse_head, 0);
   EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
@@ -268,9 +274,7 @@ TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   const DeviceCaps g = fake_gpu();
   EXPECT_EQ(make_plan(prob(1, 5015, 3505), g, Algo::C2R).gpu.row_walk_fit, 1);
   for (const char* v : {"power2", "general"}) {
-    setenv("TORCH_INPLACE_GPU_ROW_WALK", v, 1);
-    const Plan p = make_plan(prob(1, 5015, 3505), g, Algo::C2R);
-    unsetenv("TORCH_INPLACE_GPU_ROW_WALK");
+    const Plan p = plan_with_knob("TORCH_INPLACE_GPU_ROW_WALK", v, prob(1, 5015, 3505), g, Algo::C2R);
     EXPECT_EQ(p.gpu.row_walk_fit, 0) << v;
   }
 }
@@ -280,10 +284,8 @@ TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
   // W / q, one block per (group, part), the shared memory within the budget. Not where a rotation takes a column
   // step of its own (gcd > 1, a batch: no fusion).
   const DeviceCaps g = fake_gpu();
-  setenv("TORCH_INPLACE_GPU_GRID_SPLIT", "2", 1);
-  const Plan split = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
-  const Plan rot = make_plan(prob(2, 6000, 4000), g, Algo::C2R);
-  unsetenv("TORCH_INPLACE_GPU_GRID_SPLIT");
+  const Plan split = plan_with_knob("TORCH_INPLACE_GPU_GRID_SPLIT", "2", prob(1, 13441, 9721), g, Algo::C2R);
+  const Plan rot = plan_with_knob("TORCH_INPLACE_GPU_GRID_SPLIT", "2", prob(2, 6000, 4000), g, Algo::C2R);
   const Plan one = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
   ASSERT_GT(one.gpu.grid_width, 0) << one.reason;
   EXPECT_EQ(one.gpu.grid_split, 1);
@@ -307,9 +309,7 @@ TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
   while (q < 4 && (4160 + g.num_sms / q - 1) / (g.num_sms / q) * 4 < 400) ++q;
   EXPECT_EQ(short_runs.gpu.grid_split, q) << short_runs.reason;
   EXPECT_GT(short_runs.gpu.grid_split, 1);
-  setenv("TORCH_INPLACE_GPU_GRID_SPLIT", "1", 1);
-  const Plan no_split = make_plan(prob(1, 4160, 8707), g, Algo::C2R);
-  unsetenv("TORCH_INPLACE_GPU_GRID_SPLIT");
+  const Plan no_split = plan_with_knob("TORCH_INPLACE_GPU_GRID_SPLIT", "1", prob(1, 4160, 8707), g, Algo::C2R);
   EXPECT_EQ(no_split.gpu.grid_split, 1);
   EXPECT_EQ(no_split.gpu.grid_rows, (4160 + g.num_sms - 1) / g.num_sms);
   // 2-byte elements keep whole panels (bf16 lost with every q on an H200).
@@ -325,9 +325,7 @@ TEST(GpuPlan, WholeGpuPanelsGatherLinearly) {
   const Plan linear = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
   ASSERT_GT(linear.gpu.grid_width, 0) << linear.reason;
   EXPECT_EQ(linear.gpu.grid_linear, 1);
-  setenv("TORCH_INPLACE_GPU_GRID_GATHER", "general", 1);
-  const Plan general = make_plan(prob(1, 13441, 9721), g, Algo::C2R);
-  unsetenv("TORCH_INPLACE_GPU_GRID_GATHER");
+  const Plan general = plan_with_knob("TORCH_INPLACE_GPU_GRID_GATHER", "general", prob(1, 13441, 9721), g, Algo::C2R);
   EXPECT_EQ(general.gpu.grid_linear, 0);
   EXPECT_EQ(general.gpu.grid_width, linear.gpu.grid_width);
   EXPECT_EQ(general.gpu.grid_rows, linear.gpu.grid_rows);
