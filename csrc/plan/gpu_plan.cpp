@@ -129,6 +129,12 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     g.slots_off = off;
     off += g.row_slots * align64(row_bytes);
   }
+  // The panels' gather through cp.async where a block's runs are kGridAsyncRunBytes or longer
+  // (TORCH_INPLACE_GPU_GRID_ASYNC=0|1 decides for comparisons); 4-, 8- and 16-byte elements.
+  auto grid_async_for = [&](int64_t run) -> int64_t {
+    return env_int("TORCH_INPLACE_GPU_GRID_ASYNC", run * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
+           (es == 4 || es == 8 || es == 16);
+  };
   // Column steps, first choice: panels through the shared memory of the whole GPU (one block per SM holds
   // R = ceil(m / SMs) rows of the result), as wide as that memory allows -- runs of kilobytes per row instead of
   // one 128-byte line. Needs no super-elements and a panel no wider than m. A block gathers its rows from runs of
@@ -152,8 +158,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
       g.grid_smem = nbuf * R * W * es;
       g.grid_buffers = nbuf;
       g.grid_row_lanes = env_int("TORCH_INPLACE_GPU_GRID_ROW_LANES", 0);  // tuning knob: a power of two
-      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", R * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
-                     (es == 4 || es == 8 || es == 16);
+      g.grid_async = grid_async_for(R);
       // The column shuffles' gather with its indices stepped linearly (grid_gather_shuffle);
       // TORCH_INPLACE_GPU_GRID_GATHER=general keeps the general gather (comparisons).
       g.grid_linear = env_is("TORCH_INPLACE_GPU_GRID_GATHER", "general") ? 0 : 1;
@@ -233,14 +238,13 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
     const int64_t R = ceil_div(m, caps.num_sms / split);
     int64_t Wq = std::min(budget / (g.grid_buffers * R * es), std::min(n, m) / split);
     Wq -= Wq % 2;
-    if (Wq * es >= 128 && R <= (int64_t{1} << 20)) {
+    if (Wq * es >= 128) {
       g.grid_split = split;
       g.grid_rows = R;
       g.grid_width = split * Wq;
       g.grid_blocks = ceil_div(m, R) * split;
       g.grid_smem = g.grid_buffers * R * Wq * es;
-      g.grid_async = env_int("TORCH_INPLACE_GPU_GRID_ASYNC", std::min(R, Wq) * es >= kGridAsyncRunBytes ? 1 : 0) != 0 &&
-                     (es == 4 || es == 8 || es == 16);
+      g.grid_async = grid_async_for(std::min(R, Wq));
     }
   }
   if (g.col_cluster == 0 && g.grid_width == 0) {
