@@ -65,12 +65,19 @@ TI_DEVICE void warp_sync() {
 // One element global -> shared without a register round trip (cp.async, sm_80 and up; 4, 8 or 16 bytes): a thread
 // can have every copy of its share in flight at once; copy_async_wait() then the block barrier before the data is
 // read. Elsewhere (HIP, other sizes) a plain load and store, and copy_async_wait() does nothing.
+#if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// cp.async of one T (4, 8 or 16 bytes) to the shared-window address s.
+template <typename T>
+TI_DEVICE void copy_async_to(uint32_t s, const T* gsrc) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gsrc), "n"(sizeof(T)) : "memory");
+}
+#endif
+
 template <typename T>
 TI_DEVICE void copy_async(T* sdst, const T* gsrc) {
 #if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(sdst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gsrc), "n"(sizeof(T)) : "memory");
+    copy_async_to(static_cast<uint32_t>(__cvta_generic_to_shared(sdst)), gsrc);
     return;
   }
 #endif
@@ -115,8 +122,7 @@ struct SharedArray {
   TI_DEVICE void copy_async_from(int idx, const T* gsrc) const {
 #if !TI_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) {
-      const uint32_t a = s + static_cast<uint32_t>(idx) * static_cast<uint32_t>(sizeof(T));
-      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(a), "l"(gsrc), "n"(sizeof(T)) : "memory");
+      copy_async_to(s + static_cast<uint32_t>(idx) * static_cast<uint32_t>(sizeof(T)), gsrc);
       return;
     }
 #endif
