@@ -22,22 +22,6 @@ namespace c2r {
 // mod 16, and the next buffer starts 16-byte aligned.
 TI_HOST_DEVICE int64_t staged_bytes(int64_t bytes) { return (bytes + 15) / 16 * 16 + 16; }
 
-// Threads per block for a C2R row kernel with c = gcd(m, n) > 1 whose default block size B (a multiple of the warp
-// width) c does not divide: the largest multiple of lcm(warp, c) up to B where that keeps at least 7/8 of B, else B.
-// With c dividing the block size the row walk drops its c terms (catanzaro.cuh, shuffle_staged_rows' kStepC0).
-TI_HOST_DEVICE int64_t c2r_walk_threads(int64_t B, int64_t c, int64_t warp) {
-  if (c <= 1 || B % c == 0) return B;
-  int64_t x = warp, y = c;  // lcm(warp, c) = warp * c / gcd(warp, c)
-  while (y != 0) {
-    const int64_t t = x % y;
-    x = y;
-    y = t;
-  }
-  const int64_t l = warp / x * c;
-  const int64_t fit = B / l * l;
-  return fit * 8 >= B * 7 ? fit : B;
-}
-
 // (x * y) mod m for 0 <= x, y < m without overflow (128-bit product only when the operands are large).
 TI_HOST_DEVICE int64_t mulmod(int64_t x, int64_t y, int64_t m) {
   if (((x | y) >> 31) == 0) return (x * y) % m;
@@ -52,6 +36,16 @@ TI_HOST_DEVICE int64_t gcd64(int64_t x, int64_t y) {
     y = t;
   }
   return x;
+}
+
+// Threads per block for a C2R row kernel with c = gcd(m, n) > 1 whose default block size B (a multiple of the warp
+// width) c does not divide: the largest multiple of lcm(warp, c) up to B where that keeps at least 7/8 of B, else B.
+// With c dividing the block size the row walk drops its c terms (catanzaro.cuh, shuffle_staged_rows' kStepC0).
+TI_HOST_DEVICE int64_t c2r_walk_threads(int64_t B, int64_t c, int64_t warp) {
+  if (c <= 1 || B % c == 0) return B;
+  const int64_t l = warp / gcd64(warp, c) * c;  // lcm(warp, c)
+  const int64_t fit = B / l * l;
+  return fit * 8 >= B * 7 ? fit : B;
 }
 
 // Modular multiplicative inverse of x mod y (x, y coprime); mmi(x, 1) == 0 (reference: mmi).
