@@ -556,3 +556,19 @@ def test_row_shuffle_unaligned_rows(esize):
             for shape in shapes:
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)
+
+
+@pytest.mark.parametrize("min_blocks", ["3", "4"])
+@pytest.mark.parametrize("esize", [4, 8])
+def test_row_kernels_register_bound(esize, min_blocks):
+    # TORCH_INPLACE_GPU_ROW_MIN_BLOCKS: the shared-memory row kernels (gcd 1, fused rotations, the unfused c > 1
+    # shuffles, blocks of 512 / 480 / 448 threads) compiled for 3 or 4 blocks per SM (fewer registers, spills where
+    # the kernel needs more); 1024-thread blocks keep the wide bound. Every result against the reference.
+    shapes = FUSED_SHAPES + [(1201, 1999), (1999, 1201), (300, 1031), (1031, 300), (4903, 11468), (11468, 4903)]
+    for knobs in ({}, dict(TORCH_INPLACE_GPU_FUSE_ROTATION="0"), dict(TORCH_INPLACE_GPU_ROW_BLOCK_BYTES="1")):
+        with env(TORCH_INPLACE_GPU_ROW_MIN_BLOCKS=min_blocks, **knobs, **NO_ONCHIP):
+            for shape in shapes:
+                if math.prod(shape) * esize > (1 << 28):
+                    continue
+                for algorithm in ("c2r", "r2c"):
+                    check(shape, esize, algorithm)

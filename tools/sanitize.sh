@@ -50,6 +50,10 @@ knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHI
          {"TORCH_INPLACE_GPU_FUSE_ROTATION": "0", "TORCH_INPLACE_GPU_ONCHIP": "0"},
          # the fused rotation with two band buffers (the next band's copies in flight during a shuffle)
          {"TORCH_INPLACE_GPU_FUSE_BUFFERS": "2", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1",
+          "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         # the row kernels compiled for 3 and 4 blocks per SM (fewer registers, spills), forced on every 4- / 8-byte plan
+         {"TORCH_INPLACE_GPU_ROW_MIN_BLOCKS": "3", "TORCH_INPLACE_GPU_ONCHIP": "0"},
+         {"TORCH_INPLACE_GPU_ROW_MIN_BLOCKS": "4", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": "1",
           "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
@@ -58,7 +62,7 @@ for kv in knobs:
               "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
               "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
               "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE", "TORCH_INPLACE_GPU_GRID_GATHER",
-              "TORCH_INPLACE_GPU_GRID_SPLIT"):
+              "TORCH_INPLACE_GPU_GRID_SPLIT", "TORCH_INPLACE_GPU_ROW_MIN_BLOCKS"):
         os.environ.pop(k, None)
     os.environ.update(kv)
     torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans

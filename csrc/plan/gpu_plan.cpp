@@ -74,6 +74,16 @@ constexpr int64_t kTallR2CShortMax = 6000;
 constexpr int64_t kFuseRunBytes = 128;
 constexpr int64_t kFuseRunMaxElementBytes = 4;
 constexpr int64_t kDirectionMeasuredMax = 20000;
+// The shared-memory row kernels (blocks of 512 threads) compiled for kRowBoundBlocks blocks per SM (__launch_bounds__
+// (512, 3): 40 registers a thread, against 41-60 with the wide bound, which left 2 blocks per SM) where rows are at
+// most kRowBoundRowBytes and that fits more blocks per SM. Measured on an H200 (history_row_bounds.log, GPU time per
+// shape against the wide bound in the same run). Forced on every shape: fp32 rows up to 45 KiB 1.02-1.05x median by
+// group, longer rows 0.95-1.03x (the gcd 1 rows of 57-76 KB 0.95-0.99x); blocks of 480 / 448 threads
+// (c2r_walk_threads) 0.97-1.00x, so 512 only; fp64 kernels already at 3 blocks per SM 0.96-1.00x (the occupancy
+// comparison leaves them out); bound 4 (32 registers, spills) 0.92-0.97x for gcd 1. This rule: fp32 gcd 1 short rows
+// 1.047x / 1.039x (C2R / R2C, min 1.004), fused C2R 1.020x, every other group 1.000-1.002x (min 0.978).
+constexpr int64_t kRowBoundRowBytes = 45 * 1024;
+constexpr int64_t kRowBoundBlocks = 3;
 // Panels in shared memory at once. Two (write one back while gathering the next, at half the width) measured
 // 0-12% slower than one on an H200 (benchmarks/compare_column_engines.py), so one.
 constexpr int64_t kGridColumnBuffers = 1;
@@ -190,6 +200,17 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // threads (c2r_walk_threads: 480 / 960 for c = 3, 5, 6; 448 / 896 for c = 7); TORCH_INPLACE_GPU_ROW_WALK=power2
   // keeps the power-of-two blocks (comparisons).
   g.row_walk_fit = g.row_walk_c0 != 0 && !env_is("TORCH_INPLACE_GPU_ROW_WALK", "power2") ? 1 : 0;
+  // The shared-memory row kernels on blocks of 512 threads compiled for kRowBoundBlocks blocks per SM (40 registers a
+  // thread) where rows are at most kRowBoundRowBytes, 4- and 8-byte elements, and where that fits more blocks per SM
+  // than the wide bound (the launcher decides). TORCH_INPLACE_GPU_ROW_MIN_BLOCKS=0|3|4 forces the bound on every
+  // block of at most 512 threads (comparisons, tests).
+  const int64_t forced_bound = env_int("TORCH_INPLACE_GPU_ROW_MIN_BLOCKS", -1);
+  if (forced_bound >= 0) {
+    g.row_min_blocks = forced_bound;
+    g.row_bounds_denser = 0;
+  } else if (row_bytes <= kRowBoundRowBytes && (es == 4 || es == 8)) {
+    g.row_min_blocks = kRowBoundBlocks;
+  }
   // The C2R pre-rotation / R2C post-rotation (c > 1) fused into the row shuffle: a block's chunk of rows starts
   // with a head of at least c - 1 rows (a band's rotated rows reach that far past it), held in shared memory
   // beside the band in work.
@@ -274,7 +295,11 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
                    (g.fuse_bufs > 1 ? ", two band buffers" : "") +
                    (g.fuse_runs ? ", rows staged by runs of " + std::to_string(plan.c2r.b) + " columns" : "") + ")";
   }
-  plan.reason += g.row_block > 0     ? "; rows shuffled in shared memory"
+  plan.reason += g.row_block > 0 && g.row_min_blocks > 0
+                     ? "; rows shuffled in shared memory (512-thread blocks compiled for " +
+                           std::to_string(g.row_min_blocks) + " per SM" +
+                           (g.row_bounds_denser ? " where that fits more of them)" : ")")
+                 : g.row_block > 0   ? "; rows shuffled in shared memory"
                  : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"
                                      : "; rows shuffled through global row slots";
 }

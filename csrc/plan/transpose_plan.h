@@ -93,6 +93,10 @@ struct Plan {
     int64_t row_block = 0, row_smem = 0, row_slots = 0;
     int64_t row_walk_c0 = 1;  // C2R row walks drop their c terms where c divides the block size (0: never)
     int64_t row_walk_fit = 1;  // C2R, c > 1: a block size that c divides where one is close (c2r_walk_threads)
+    // The shared-memory row kernels compiled for row_min_blocks (3 or 4) blocks of 512 threads per SM (0: the wide
+    // bound); row_bounds_denser: only where that variant fits more blocks per SM than the wide one (the launcher asks
+    // the occupancy API).
+    int64_t row_min_blocks = 0, row_bounds_denser = 1;
     int64_t row_cluster = 0, row_part = 0;  // a row split over row_cluster blocks of row_part elements
     // Or (fuse_head > 0; c > 1, one matrix, rows in shared memory) the row shuffle fused with the C2R
     // pre-rotation / R2C post-rotation: each block's chunk of rows starts with a head of fuse_head >= c - 1 rows,

@@ -279,6 +279,24 @@ TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   }
 }
 
+TEST(GpuPlan, RowKernelRegisterBound) {
+  // The row kernels' bound of 3 blocks per SM (left to the launcher's occupancy comparison) for rows of at most
+  // 45 KiB of 4- or 8-byte elements; TORCH_INPLACE_GPU_ROW_MIN_BLOCKS forces a bound everywhere (or none).
+  const DeviceCaps g = fake_gpu();
+  const Plan short_rows = make_plan(prob(1, 13441, 9721), g, Algo::C2R);  // C2R rows of 9721 fp32: 38884 B
+  EXPECT_EQ(short_rows.gpu.row_min_blocks, 3);
+  EXPECT_EQ(short_rows.gpu.row_bounds_denser, 1);
+  EXPECT_NE(short_rows.reason.find("compiled for 3 per SM where that fits more"), std::string::npos) << short_rows.reason;
+  EXPECT_EQ(make_plan(prob(1, 5666, 16797), g, Algo::C2R).gpu.row_min_blocks, 0);  // rows of 67188 B
+  EXPECT_EQ(make_plan(prob(1, 13441, 9721, 2), g, Algo::C2R).gpu.row_min_blocks, 0);  // 2-byte elements
+  const Plan forced = plan_with_knob("TORCH_INPLACE_GPU_ROW_MIN_BLOCKS", "4", prob(1, 5666, 16797), g, Algo::C2R);
+  EXPECT_EQ(forced.gpu.row_min_blocks, 4);
+  EXPECT_EQ(forced.gpu.row_bounds_denser, 0);
+  const Plan off = plan_with_knob("TORCH_INPLACE_GPU_ROW_MIN_BLOCKS", "0", prob(1, 13441, 9721), g, Algo::C2R);
+  EXPECT_EQ(off.gpu.row_min_blocks, 0);
+  EXPECT_EQ(off.reason.find("per SM"), std::string::npos) << off.reason;
+}
+
 TEST(GpuPlan, WholeGpuPanelsSplitIntoColumnParts) {
   // Split panels: slot groups of ceil(m / (SMs / q)) rows, each panel in q column parts of
   // W / q, one block per (group, part), the shared memory within the budget. Not where a rotation takes a column

@@ -38,6 +38,16 @@ TI_HOST_DEVICE U add_mod(U x, U y, U m) {
 constexpr int kRowThreads = 512;
 constexpr int kRowThreadsWide = 1024;
 
+// Launch bounds of the shared-memory row kernels (row_shuffle_smem_kernel, row_rotate_fused_kernel). kMinBlocks == 0:
+// blocks of up to kRowThreadsWide threads (one block per SM may take 64 registers a thread). kMinBlocks > 0: blocks of
+// at most kRowThreads threads, registers few enough that kMinBlocks of them share an SM (CUDA's min-blocks bound; 0
+// emits none; HIP, whose second bound means waves per execution unit, gets the thread bound only).
+#if TI_HIP
+#define TI_ROW_BOUNDS(kMin) __launch_bounds__((kMin) == 0 ? kRowThreadsWide : kRowThreads)
+#else
+#define TI_ROW_BOUNDS(kMin) __launch_bounds__((kMin) == 0 ? kRowThreadsWide : kRowThreads, (kMin))
+#endif
+
 // Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
 template <typename U>
 struct CatIdx {
@@ -483,8 +493,8 @@ TI_DEVICE T* stage_contiguous(T* sm, const T* __restrict__ g, U cnt) {
 }
 
 // kC1: c == 1 (the launcher's choice; the shuffle's row walks get simpler).
-template <typename T, typename U, bool kC2R, bool kC1>
-__global__ void __launch_bounds__(kRowThreadsWide) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
+template <typename T, typename U, bool kC2R, bool kC1, int kMinBlocks = 0>
+__global__ void TI_ROW_BOUNDS(kMinBlocks) row_shuffle_smem_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                        int64_t total_rows, int rows_per_block) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
@@ -548,8 +558,8 @@ TI_DEVICE void chunk_flag_wait(unsigned* flag) {
 // and, with one buffer, nothing else overlaps its staging. The next band's rows are disjoint from the rows the
 // current band writes (C2R: the band's own rows, and the next band starts past them; R2C: the band's rows and
 // the c - 1 after it, and the next band comes before it), so the schedule above holds.
-template <typename T, typename U, bool kC2R>
-__global__ void __launch_bounds__(kRowThreadsWide) row_rotate_fused_kernel(T* __restrict__ base, CatIdx<U> P,
+template <typename T, typename U, bool kC2R, int kMinBlocks = 0>
+__global__ void TI_ROW_BOUNDS(kMinBlocks) row_rotate_fused_kernel(T* __restrict__ base, CatIdx<U> P,
                                                                          uint32_t head_rows, uint32_t band_rows,
                                                                          uint32_t band_bufs,
                                                                          unsigned* __restrict__ flags,

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/transpose/catanzaro.cuh"
@@ -220,10 +221,13 @@ struct Engine {
 #endif
     if (g.fuse_head > 0) {
       // Rotation fused into the row shuffle: every block resident (neighbours wait on each other's flags).
-      auto k = c2r ? row_rotate_fused_kernel<T, U, true> : row_rotate_fused_kernel<T, U, false>;
-      TI_CHECK(allow_smem(k, g.fuse_smem));
       int threads = 2 * g.fuse_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
       if (c2r) threads = walk_threads(threads);
+      auto k = with_row_bounds(threads, g.fuse_smem, [&](auto mb) {
+        constexpr int M = decltype(mb)::value;
+        return c2r ? row_rotate_fused_kernel<T, U, true, M> : row_rotate_fused_kernel<T, U, false, M>;
+      });
+      TI_CHECK(allow_smem(k, g.fuse_smem));
       const int per_sm = max_active_blocks(reinterpret_cast<const void*>(k), threads, g.fuse_smem);
       if (per_sm <= 0) return cudaErrorCooperativeLaunchTooLarge;
       const int64_t blocks = std::min<int64_t>({pl.c2r.m / g.fuse_head, int64_t{per_sm} * caps.num_sms,
@@ -240,12 +244,15 @@ struct Engine {
       const int64_t blocks = (rows + g.row_block - 1) / g.row_block;
       const int grid = static_cast<int>(std::min<int64_t>(blocks, int64_t{caps.num_sms} * 32));
       const bool c1 = pl.c2r.c == 1;
-      auto k = c2r ? (c1 ? row_shuffle_smem_kernel<T, U, true, true> : row_shuffle_smem_kernel<T, U, true, false>)
-                   : (c1 ? row_shuffle_smem_kernel<T, U, false, true> : row_shuffle_smem_kernel<T, U, false, false>);
-      TI_CHECK(allow_smem(k, g.row_smem));
       // One block per SM when a block's rows take more than half of an SM's shared memory: then 1024 threads.
       int threads = 2 * g.row_smem > caps.smem_per_block ? kRowThreadsWide : kRowThreads;
       if (c2r) threads = walk_threads(threads);
+      auto k = with_row_bounds(threads, g.row_smem, [&](auto mb) {
+        constexpr int M = decltype(mb)::value;
+        return c2r ? (c1 ? row_shuffle_smem_kernel<T, U, true, true, M> : row_shuffle_smem_kernel<T, U, true, false, M>)
+                   : (c1 ? row_shuffle_smem_kernel<T, U, false, true, M> : row_shuffle_smem_kernel<T, U, false, false, M>);
+      });
+      TI_CHECK(allow_smem(k, g.row_smem));
       CatIdx<U> Pw = P;
       if (threads != kRowThreads) Pw.set_row_step(pl.c2r, threads);
       k<<<grid, threads, g.row_smem, stream>>>(data, Pw, rows, static_cast<int>(g.row_block));
@@ -257,6 +264,28 @@ struct Engine {
       TI_LAUNCH_CHECK();
     }
     return cudaSuccess;
+  }
+
+  // The row kernel f(std::integral_constant<int, M>) for `threads` threads and `smem` bytes: M = the plan's
+  // row_min_blocks (TI_ROW_BOUNDS(M), 4- and 8-byte elements) where the plan forces it on blocks of at most kRowThreads
+  // threads, or, by the planner's rule, on blocks of exactly kRowThreads where that variant fits more blocks per SM
+  // than the wide bound (M = 0); else the wide bound.
+  template <typename F>
+  auto with_row_bounds(int threads, int64_t smem, F&& f) const {
+    const auto& g = pl.steps;
+    auto wide = f(std::integral_constant<int, 0>{});
+    if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+      const bool denser = g.row_bounds_denser != 0;
+      if ((g.row_min_blocks == 3 || g.row_min_blocks == 4) && threads <= kRowThreads &&
+          (!denser || threads == kRowThreads)) {
+        auto bound = g.row_min_blocks == 3 ? f(std::integral_constant<int, 3>{}) : f(std::integral_constant<int, 4>{});
+        if (!denser) return bound;
+        if (allow_smem(wide, smem) != cudaSuccess || allow_smem(bound, smem) != cudaSuccess) return wide;
+        const int per_sm = max_active_blocks(reinterpret_cast<const void*>(bound), threads, smem);
+        return per_sm > max_active_blocks(reinterpret_cast<const void*>(wide), threads, smem) ? bound : wide;
+      }
+    }
+    return wide;
   }
 
   int64_t nk() const { return pl.c2r.n * pl.steps.super; }  // elements per row of the c2r view
