@@ -5,24 +5,12 @@ microseconds to enqueue one call on a small batch (the GPU keeps up, so the host
     python3 benchmarks/overhead_linalg.py [--calls 3000]
 """
 import argparse
-import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 import torch_inplace.linalg as TL
-
-
-def host_us(fn, calls):
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
+from bench_overhead import host_us  # same directory: microseconds per enqueued call
 
 
 def one_call_us(fn, queued, reps=30):
