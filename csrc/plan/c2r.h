@@ -38,6 +38,12 @@ TI_HOST_DEVICE int64_t gcd64(int64_t x, int64_t y) {
   return x;
 }
 
+// The row kernels' bounded variants (catanzaro.cuh, TI_ROW_BOUNDS) that the launcher has: `blocks` = 3 or 4 blocks of
+// 512 threads per SM, for 4- and 8-byte elements. The planner plans no other.
+TI_HOST_DEVICE constexpr bool row_bound_variant(int64_t blocks, int64_t esize) {
+  return (blocks == 3 || blocks == 4) && (esize == 4 || esize == 8);
+}
+
 // Threads per block for a C2R row kernel with c = gcd(m, n) > 1 whose default block size B (a multiple of the warp
 // width) c does not divide: the largest multiple of lcm(warp, c) up to B where that keeps at least 7/8 of B, else B.
 // With c dividing the block size the row walk drops its c terms (catanzaro.cuh, shuffle_staged_rows' kStepC0).

@@ -204,13 +204,12 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   // thread) where rows are at most kRowBoundRowBytes, 4- and 8-byte elements, and where that fits more blocks per SM
   // than the wide bound (the launcher decides). TORCH_INPLACE_GPU_ROW_MIN_BLOCKS=0|3|4 forces the bound on every
   // block of at most 512 threads (comparisons, tests).
-  // The launcher has the bounded variants for 4- and 8-byte elements, bounds 3 and 4.
+  // Only the bounds the launcher has a variant for (c2r::row_bound_variant).
   const int64_t forced_bound = env_int("TORCH_INPLACE_GPU_ROW_MIN_BLOCKS", -1);
-  const bool bound_types = es == 4 || es == 8;
   if (forced_bound >= 0) {
-    g.row_min_blocks = bound_types && (forced_bound == 3 || forced_bound == 4) ? forced_bound : 0;
+    g.row_min_blocks = c2r::row_bound_variant(forced_bound, es) ? forced_bound : 0;
     g.row_bounds_denser = 0;
-  } else if (bound_types && row_bytes <= kRowBoundRowBytes) {
+  } else if (c2r::row_bound_variant(kRowBoundBlocks, es) && row_bytes <= kRowBoundRowBytes) {
     g.row_min_blocks = kRowBoundBlocks;
   }
   // The C2R pre-rotation / R2C post-rotation (c > 1) fused into the row shuffle: a block's chunk of rows starts

@@ -267,16 +267,16 @@ struct Engine {
   }
 
   // The row kernel f(std::integral_constant<int, M>) for `threads` threads and `smem` bytes: M = the plan's
-  // row_min_blocks (TI_ROW_BOUNDS(M), 4- and 8-byte elements) where the plan forces it on blocks of at most kRowThreads
+  // row_min_blocks (TI_ROW_BOUNDS(M); c2r::row_bound_variant) where the plan forces it on blocks of at most kRowThreads
   // threads, or, by the planner's rule, on blocks of exactly kRowThreads where that variant fits more blocks per SM
   // than the wide bound (M = 0); else the wide bound.
   template <typename F>
   auto with_row_bounds(int threads, int64_t smem, F&& f) const {
     const auto& g = pl.steps;
     auto wide = f(std::integral_constant<int, 0>{});
-    if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    if constexpr (c2r::row_bound_variant(3, sizeof(T))) {  // the variants exist for this element size
       const bool denser = g.row_bounds_denser != 0;
-      if ((g.row_min_blocks == 3 || g.row_min_blocks == 4) && threads <= kRowThreads &&
+      if (c2r::row_bound_variant(g.row_min_blocks, sizeof(T)) && threads <= kRowThreads &&
           (!denser || threads == kRowThreads)) {
         auto bound = g.row_min_blocks == 3 ? f(std::integral_constant<int, 3>{}) : f(std::integral_constant<int, 4>{});
         if (!denser) return bound;
