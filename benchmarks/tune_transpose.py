@@ -4,7 +4,9 @@ For representative shapes and element sizes it times transpose_ (median of --rep
 timed region, result checked) under planner knobs set through the environment:
   TORCH_INPLACE_GPU_PANEL_BYTES   widest column panel in bytes (32, 64, 128, 256)
   TORCH_INPLACE_GPU_MAX_CLUSTER   largest cluster for the column / long-row steps (2, 4, 8, 16)
-  TORCH_INPLACE_GPU_ROW_BLOCK_BYTES  bytes of short rows per row-shuffle block
+  TORCH_INPLACE_GPU_ROW_BLOCK_BYTES  bytes of short rows per row-shuffle block (16, 32, 64 KiB around the default;
+                                     its 48 KiB came from a wider A/B: tools/grid_ab.sh over the general and prime
+                                     benchmark groups, results/NVIDIA_H200/history_row_block_bytes.log)
 and records a per-kernel time breakdown (torch.profiler) of the default plan. Writes
 benchmarks/results/<gpu>/tune_transpose.json.
 
@@ -77,7 +79,7 @@ def main():
         configs.append({"TORCH_INPLACE_GPU_PANEL_BYTES": str(pb)})
     for mc in (2, 4, 16):
         configs.append({"TORCH_INPLACE_GPU_MAX_CLUSTER": str(mc)})
-    for rb in (4096, 65536):
+    for rb in (16384, 32768, 65536):
         configs.append({"TORCH_INPLACE_GPU_ROW_BLOCK_BYTES": str(rb)})
     rows = []
     for shape, es in shapes:

@@ -59,7 +59,12 @@ int64_t smem_budget(const DeviceCaps& caps) {
 // Tuned defaults (benchmarks/tune_transpose.py; TORCH_INPLACE_GPU_PANEL_BYTES / _MAX_CLUSTER / _ROW_BLOCK_BYTES
 // override them for tuning runs).
 constexpr int64_t kPanelBytes = 128;      // widest column panel in bytes (one 128-byte line per row)
-constexpr int64_t kRowBlockBytes = 16384; // target bytes of short rows per row-shuffle block
+// Target bytes of short rows per shared-memory row-shuffle block (whole rows, at least one; the fused rotations'
+// bands too): 48 KiB. Same-run A/B on an H200 against 16 KiB, GPU time per shape of the general and prime groups
+// (benchmarks/results/NVIDIA_H200/history_row_block_bytes.log): rows under 16 KiB 1.06-1.29x median by group for
+// fp64, bf16 and fp32 with gcd > 1, fp32 gcd 1 1.00x, u8 1.02-1.05x; fp32 gcd > 1 rows of 16-32 KiB 1.04x; worst
+// shape 0.98x. Rows past 24 KiB keep one row a block (64 KiB: two fused rows of 26-33 KiB ran 0.94-0.98x).
+constexpr int64_t kRowBlockBytes = 49152;
 // Whole-GPU column panels where a block's runs are at least this long (the shortest measured; shorter runs, from
 // 1- and 2-byte elements, keep the cluster engine).
 constexpr int64_t kGridColumnRunBytes = 96;
@@ -296,11 +301,13 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
                    (g.fuse_bufs > 1 ? ", two band buffers" : "") +
                    (g.fuse_runs ? ", rows staged by runs of " + std::to_string(plan.c2r.b) + " columns" : "") + ")";
   }
+  const std::string per_block =
+      g.row_block > 1 && g.fuse_head == 0 ? ", " + std::to_string(g.row_block) + " rows per block" : "";
   plan.reason += g.row_block > 0 && g.row_min_blocks > 0
-                     ? "; rows shuffled in shared memory (512-thread blocks compiled for " +
+                     ? "; rows shuffled in shared memory" + per_block + " (512-thread blocks compiled for " +
                            std::to_string(g.row_min_blocks) + " per SM" +
                            (g.row_bounds_denser ? " where that fits more of them)" : ")")
-                 : g.row_block > 0   ? "; rows shuffled in shared memory"
+                 : g.row_block > 0   ? "; rows shuffled in shared memory" + per_block
                  : g.row_cluster > 0 ? "; rows shuffled in a cluster's distributed shared memory"
                                      : "; rows shuffled through global row slots";
 }

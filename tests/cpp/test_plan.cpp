@@ -268,6 +268,29 @@ TEST(GpuPlan, FusedRotationStagesLongRunsByRuns) {
   EXPECT_EQ(elements.gpu.fuse_runs, 0);
 }
 
+TEST(GpuPlan, RowBlockBytes) {
+  // The shared-memory row shuffle takes whole rows up to 48 KiB a block (kRowBlockBytes), at least one row, and the
+  // explanation says how many where there are several. C2R rows are the short side: 4-byte rows of 2048, 5000 and
+  // 7500 elements (8000, 20000, 30000 bytes; gcd 1) give 6, 2 and 1 rows.
+  const DeviceCaps g = fake_gpu();
+  const Plan p6 = make_plan(prob(1, 12001, 2048), g, Algo::C2R);
+  EXPECT_EQ(p6.gpu.row_block, 6) << p6.reason;
+  EXPECT_TRUE(contains(p6.reason, "rows shuffled in shared memory, 6 rows per block")) << p6.reason;
+  const Plan p2 = make_plan(prob(1, 12001, 5000), g, Algo::C2R);
+  EXPECT_EQ(p2.gpu.row_block, 2) << p2.reason;
+  const Plan p1 = make_plan(prob(1, 12001, 7500), g, Algo::C2R);
+  EXPECT_EQ(p1.gpu.row_block, 1) << p1.reason;
+  EXPECT_FALSE(contains(p1.reason, "rows per block")) << p1.reason;
+  // The knob still overrides the target (tuning runs).
+  const Plan knob = plan_with_knob("TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "16384", prob(1, 12001, 2048), g, Algo::C2R);
+  EXPECT_EQ(knob.gpu.row_block, 2) << knob.reason;
+  // Fused rotations (gcd > 1) take bands of the same rows: 4100 x 1022 fp32 (gcd 2) has rows of 4088 bytes.
+  const Plan fused = make_plan(prob(1, 4100, 1022), g, Algo::C2R);
+  ASSERT_GT(fused.gpu.fuse_head, 0) << fused.reason;
+  EXPECT_EQ(fused.gpu.fuse_rows, 12) << fused.reason;
+  EXPECT_TRUE(contains(fused.reason, "bands of 12")) << fused.reason;
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.
