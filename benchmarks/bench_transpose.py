@@ -2,7 +2,8 @@
 
 Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, plus a sample of 1-, 2- and
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
-directions, fp32 and fp64). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
+directions, fp32 and fp64); beside those, batched (B, m, n) matrices as models hold them (fp32 and bf16; not a
+target group of the issue). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
 (2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
 twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
 tensors) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as triton's do_bench measures);
@@ -155,6 +156,24 @@ def general_shapes(rng, count):
     return [(rng.randrange(1000, 20000), rng.randrange(1000, 20000)) for _ in range(count)]
 
 
+def batched_shapes(rng, count):
+    """Batched (B, m, n) matrices as models hold them (not one of the issue's target groups, reported beside them):
+    half with power-of-two sides (64 .. 4096), half with sides log-uniform in [32, 4096); B log-uniform in [2, 256],
+    at most 2^27 elements a tensor."""
+    out = []
+    for i in range(count):
+        while True:
+            if i % 2 == 0:
+                m, n = (1 << rng.randrange(6, 13)), (1 << rng.randrange(6, 13))
+            else:
+                m, n = int(2 ** rng.uniform(5, 12)), int(2 ** rng.uniform(5, 12))
+            b = int(2 ** rng.uniform(1, 8))
+            if b * m * n <= (1 << 27) and m != n:
+                out.append((b, m, n))
+                break
+    return out
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -174,11 +193,15 @@ def plots(results, outdir, copy_gbs, suffix=""):
         return []
     made = []
     groups = [("general_fp32", "general fp32"), ("general_fp64", "general fp64"), ("prime_fp32", "prime x prime fp32"),
-              ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64")]
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+              ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64"),
+              ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16")]
+    fig, axes = plt.subplots(3, 3, figsize=(15, 12))
+    for ax in axes.flat[len(groups):]:
+        ax.axis("off")
     for ax, (k, title) in zip(axes.flat, groups):
         rows = results.get(k, [])
         if not rows:
+            ax.axis("off")
             continue
         ours = [r["gbs"] for r in rows]
         base = [r["baseline_gbs"] for r in rows]
@@ -206,6 +229,7 @@ def main():
     ap.add_argument("--general", type=int, default=200)
     ap.add_argument("--skinny", type=int, default=24)
     ap.add_argument("--primes", type=int, default=24)
+    ap.add_argument("--batched", type=int, default=24)
     ap.add_argument("--no-largest", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated groups or group prefixes to run (e.g. skinny, "
                     "skinny_fp32,prime_fp64)")
@@ -228,6 +252,8 @@ def main():
         f = rng.randrange(2, 32)
         skinny.append(((rows, f), "aos_to_soa"))
         skinny.append(((f, rows), "soa_to_aos"))
+    # Its own generator, so that the groups above keep the shapes of earlier runs.
+    batched = batched_shapes(random.Random(args.seed + 1), 6 if args.quick else args.batched)
     t0 = time.time()
     copy_gbs = copy_bandwidth(reps)
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
@@ -258,6 +284,8 @@ def main():
     run("prime_fp64", prime_set, 8)
     run("skinny_fp32", skinny, 4)
     run("skinny_fp64", skinny, 8)
+    run("batched_fp32", batched, 4)
+    run("batched_bf16", batched, 2)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

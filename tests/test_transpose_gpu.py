@@ -179,14 +179,17 @@ def test_large_shapes():
 
 
 def test_over_2_31_elements():
-    # > 2^31 elements in one matrix (64-bit indices) and in a batch of small matrices.
-    for shape in [(40009, 53681), (3000, 800, 901)]:
-        x = rand_tensor(shape, 1)
-        want = x.mT.contiguous()
-        torch_inplace.transpose_(x)
-        assert torch.equal(x, want), shape
-        del x, want
-        torch.cuda.empty_cache()
+    # > 2^31 elements in one matrix (64-bit indices) and in a batch of small matrices (on chip in waves, whose
+    # offsets past the first wave are 64-bit, and through the multi-pass engines).
+    for shape, knobs in [((40009, 53681), {}), ((3000, 800, 901), {}),
+                         ((3000, 800, 901), dict(TORCH_INPLACE_GPU_ONCHIP_WAVES="0"))]:
+        with env(**knobs):
+            x = rand_tensor(shape, 1)
+            want = x.mT.contiguous()
+            torch_inplace.transpose_(x)
+            assert torch.equal(x, want), (shape, knobs)
+            del x, want
+            torch.cuda.empty_cache()
 
 
 def test_extra_memory():
@@ -413,6 +416,25 @@ def test_onchip_many_small_matrices_and_streams():
     torch.cuda.synchronize()
     for x, w in zip(xs, wants):
         assert same_bytes(x.view(w.shape), w)
+
+
+def test_onchip_waves_for_batches_of_small_matrices():
+    # A batch over the GPU's shared memory whose matrices fit one at a time: on chip in waves of whole matrices
+    # (the waves evened out, the last one partial where the batch does not divide), for every element size; the
+    # same bytes as the multi-pass engines (TORCH_INPLACE_GPU_ONCHIP_WAVES=0). Square batches keep the tile-pair
+    # swaps unless on chip is forced.
+    for shape, esize in [((41, 768, 1497), 4), ((7, 1200, 1001), 4), ((5, 1500, 1001), 4), ((9, 2000, 1999), 1),
+                         ((3, 7, 1000, 1001), 2), ((13, 1000, 997), 8), ((40, 300, 301), 16), ((5000, 31, 67), 4),
+                         ((300, 20, 2000), 4), ((201, 40, 1000), 8)]:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert p.algorithm == "onchip" and "waves of" in p.explanation and p.scratch_bytes == 0, (shape, p.explanation)
+        check(shape, esize)
+    with env(TORCH_INPLACE_GPU_ONCHIP_WAVES="0"):
+        p = torch_inplace.plan((41, 768, 1497), torch.float32, "cuda")
+        assert p.algorithm != "onchip", p.explanation
+        check((7, 1200, 1001), 4)
+    assert torch_inplace.plan((64, 1024, 1024), torch.float32, "cuda").algorithm == "square"
+    check((40, 1024, 1024), 4, "onchip")
 
 
 def test_column_engines_explain_and_agree():

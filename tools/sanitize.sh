@@ -1,10 +1,11 @@
 #!/bin/bash
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
-# following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel, 1/2/4/8/16-byte
+# following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel (in waves too), 1/2/4/8/16-byte
 # elements, batches, > 1 cluster block; then the small LU / inverse kernels (every rows-per-lane variant) and the
 # fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
+# (TI_SANITIZE_PARTS=transpose: the transposition cases only.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -73,6 +74,22 @@ for kv in knobs:
         ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
         bad += not ok
         print(kv, shape, es, algo, "ok" if ok else "WRONG", flush=True)
+# On chip in waves (a batch over the GPU's shared memory, each matrix within it; a partial last wave): once, with the
+# planner's defaults, as the waves are large for the sanitizer.
+for k in list(os.environ):
+    if k.startswith("TORCH_INPLACE_GPU_"):
+        os.environ.pop(k)
+torch.ops.inplace._clear_plan_cache()
+for shape, es in (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 1)):
+    x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
+    want = x.mT.clone(memory_format=torch.contiguous_format)
+    expl = torch_inplace.plan(shape, x.dtype, "cuda").explanation
+    torch_inplace.transpose_(x, algorithm="onchip")
+    ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8)) and "waves" in expl
+    bad += not ok
+    print({"onchip_waves": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
+if os.environ.get("TI_SANITIZE_PARTS", "all") == "transpose":
+    sys.exit(1 if bad else 0)
 # Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant (and the inverse's split
 # rows, float32 / float64 n = 17, 24, 32), one and eight warps,
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.

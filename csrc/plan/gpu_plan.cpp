@@ -418,12 +418,36 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
     tc = balanced(n, side);
   }
   const int64_t s = onchip_stride(tc, es);
-  const int64_t tiles = p.batch * ceil_div(m, tr) * ceil_div(n, tc);
-  const int64_t numel = p.batch * m * n;
-  if (caps.num_sms <= 0 || numel >= (int64_t{1} << 31) || tiles >= (int64_t{1} << 31)) return false;
+  const int64_t per_matrix = ceil_div(m, tr) * ceil_div(n, tc);
+  // Shared memory of a block holding the tiles of `mats` matrices (one block per SM), or -1 past the budget or
+  // past 32-bit offsets inside them.
+  auto smem_for = [&](int64_t mats) -> int64_t {
+    const int64_t tiles = mats * per_matrix;
+    if (caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) || tiles >= (int64_t{1} << 31)) return -1;
+    const int64_t per_block = ceil_div(tiles, caps.num_sms);
+    const int64_t smem = align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
+    return smem <= smem_budget(caps) ? smem : -1;
+  };
+  int64_t wave = p.batch;
+  if (smem_for(p.batch) < 0) {
+    // Waves of whole matrices: matrices are disjoint, so a wave's writes never meet another wave's reads and the
+    // grid meets once per wave. As many matrices as fit, then the waves evened out.
+    // TORCH_INPLACE_GPU_ONCHIP_WAVES=0 keeps batches that do not fit at once off chip (comparisons).
+    if (p.batch < 2 || env_is("TORCH_INPLACE_GPU_ONCHIP_WAVES", "0") || smem_for(1) < 0) return false;
+    int64_t lo = 1, hi = p.batch - 1;  // the largest count that fits (smem_for grows with it)
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (smem_for(mid) >= 0) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    wave = ceil_div(p.batch, ceil_div(p.batch, lo));
+  }
+  const int64_t tiles = wave * per_matrix;
   const int64_t per_block = ceil_div(tiles, caps.num_sms);
-  const int64_t smem = align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
-  if (smem > smem_budget(caps)) return false;
+  const int64_t smem = smem_for(wave);
   Plan::GpuSteps g;
   g.oc_tr = tr;
   g.oc_tc = tc;
@@ -431,10 +455,20 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   g.oc_per_block = per_block;
   g.oc_grid = ceil_div(tiles, per_block);
   g.oc_smem = smem;
+  g.oc_wave = wave < p.batch ? wave : 0;
   plan.algo = Algo::OnChip;
   plan.problem = p;
   plan.gpu = g;
   plan.scratch_bytes = 0;
+  if (g.oc_wave > 0) {
+    const int64_t waves = ceil_div(p.batch, wave);
+    plan.reason = "each matrix fits in shared memory: one cooperative kernel takes the batch in " +
+                  std::to_string(waves) + " waves of " + std::to_string(wave) + " matrices (" +
+                  std::to_string(g.oc_grid) + " blocks of " + std::to_string(smem) + " B); each wave stages its " +
+                  std::to_string(tiles) + " tiles of " + std::to_string(tr) + " x " + std::to_string(tc) +
+                  ", syncs the grid and writes them transposed (one read and one write per element)";
+    return true;
+  }
   plan.reason = "the tensor fits in shared memory (" + std::to_string(g.oc_grid) + " blocks of " +
                 std::to_string(smem) + " B): one cooperative kernel stages " + std::to_string(tiles) + " tiles of " +
                 std::to_string(tr) + " x " + std::to_string(tc) +
@@ -492,15 +526,17 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   const bool tall = p.rows > p.cols;
   // On chip first wherever it fits (TORCH_INPLACE_GPU_ONCHIP=0 keeps it out of auto plans, for tests).
-  if (forced == Algo::OnChip || (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_ONCHIP", "0"))) {
-    Plan oc;
-    if (plan_onchip(p, caps, oc)) out.push_back(oc);
-  }
+  // A batch on chip in waves comes after the square tile-pair swaps (one pass as well, and no grid barriers).
+  Plan oc;
+  const bool onchip = (forced == Algo::OnChip || (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_ONCHIP", "0"))) &&
+                      plan_onchip(p, caps, oc);
+  if (onchip && oc.gpu.oc_wave == 0) out.push_back(oc);
   if (want(Algo::Square) && p.rows == p.cols) {
     Plan sq = make(Algo::Square, false, "rows == cols: swap tile pairs across the diagonal, one pass, no scratch");
     sq.scratch_bytes = 0;
     out.push_back(sq);
   }
+  if (onchip && oc.gpu.oc_wave > 0) out.push_back(oc);
   if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
     // Sequence 2.1 (tiles on chip, then super-elements by cycle following, a cut for N mod k); the older
     // Catanzaro-based variants stay reachable through TORCH_INPLACE_GPU_SKINNY=catanzaro|plain for tests.

@@ -116,8 +116,10 @@ struct Plan {
     int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
     int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
     // On chip (kernels/transpose/onchip.cuh): oc_tr x oc_tc tiles staged with row stride oc_s, oc_per_block
-    // tiles in each of oc_grid blocks, oc_smem bytes of shared memory per block.
-    int64_t oc_tr = 0, oc_tc = 0, oc_s = 0, oc_per_block = 0, oc_grid = 0, oc_smem = 0;
+    // tiles in each of oc_grid blocks, oc_smem bytes of shared memory per block. oc_wave > 0 (a batch too large
+    // for the shared memory, each matrix small enough): the kernel takes the batch oc_wave matrices at a time
+    // (the last wave may hold fewer), and oc_per_block / oc_grid are those of one wave.
+    int64_t oc_tr = 0, oc_tc = 0, oc_s = 0, oc_per_block = 0, oc_grid = 0, oc_smem = 0, oc_wave = 0;
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

@@ -291,6 +291,43 @@ TEST(GpuPlan, RowBlockBytes) {
   EXPECT_TRUE(contains(fused.reason, "bands of 12")) << fused.reason;
 }
 
+TEST(GpuPlan, OnChipWavesForBatchesOfSmallMatrices) {
+  // A batch too large for the GPU's shared memory whose matrices fit one at a time goes on chip in waves of whole
+  // matrices: as many as fit, the waves evened out; every wave's tiles fit a block per SM.
+  const DeviceCaps g = fake_gpu();
+  const Problem p = prob(41, 768, 1497);  // 4.6 MB a matrix, 189 MB in all (fp32)
+  const Plan pl = make_plan(p, g);
+  ASSERT_EQ(pl.algo, Algo::OnChip) << pl.reason;
+  const int64_t w = pl.gpu.oc_wave;
+  ASSERT_GT(w, 1);
+  ASSERT_LT(w, 41);
+  const int64_t waves = (41 + w - 1) / w;
+  EXPECT_EQ(w, (41 + waves - 1) / waves) << "evened out";
+  EXPECT_TRUE(contains(pl.reason, "in " + std::to_string(waves) + " waves of " + std::to_string(w) + " matrices"))
+      << pl.reason;
+  EXPECT_EQ(pl.scratch_bytes, 0);
+  EXPECT_LE(pl.gpu.oc_smem, g.smem_per_block - 1024);
+  EXPECT_LE(pl.gpu.oc_grid, g.num_sms);
+  const int64_t tiles = w * ((768 + pl.gpu.oc_tr - 1) / pl.gpu.oc_tr) * ((1497 + pl.gpu.oc_tc - 1) / pl.gpu.oc_tc);
+  EXPECT_GE(pl.gpu.oc_grid * pl.gpu.oc_per_block, tiles);
+  // One more matrix per wave would not fit: the count before evening out was the largest.
+  const int64_t per_matrix = tiles / w;
+  const int64_t wmax = (41 + waves - 2) / (waves - 1);  // the fewest matrices per wave with one wave fewer
+  const int64_t per_block = (wmax * per_matrix + g.num_sms - 1) / g.num_sms;
+  EXPECT_GT((per_block * 16 + 63) / 64 * 64 + per_block * pl.gpu.oc_tr * pl.gpu.oc_s * 4, g.smem_per_block - 1024);
+  // A whole tensor that fits stays one wave; a matrix too large for the GPU keeps the multi-pass engines; square
+  // batches keep the tile-pair swaps; the knob keeps batches off chip; over 2^31 elements in all is fine (offsets
+  // inside a wave are 32-bit, the waves' 64-bit).
+  EXPECT_EQ(make_plan(prob(3, 1000, 999), g).gpu.oc_wave, 0);
+  EXPECT_NE(make_plan(prob(4, 4000, 3001), g).algo, Algo::OnChip);
+  EXPECT_EQ(make_plan(prob(64, 1024, 1024), g).algo, Algo::Square);
+  EXPECT_EQ(make_plan(prob(64, 1024, 1024), g, Algo::OnChip).algo, Algo::OnChip);
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_WAVES", "0", p, g, Algo::Auto).algo, Algo::OnChip);
+  const Plan big = make_plan(prob(3000, 800, 901, 1), g);
+  ASSERT_EQ(big.algo, Algo::OnChip) << big.reason;
+  EXPECT_GT(big.gpu.oc_wave, 1);
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.

@@ -8,8 +8,12 @@
 // write phase's column reads spread over the banks. Each thread walks its elements by a mixed-radix counter
 // (tile, row, col) advanced by the block size, so the loops need no division.
 //
+// A batch too large for the shared memory whose matrices fit one by one goes in waves of whole matrices: each wave
+// is staged, meets the grid barrier and is written back as above. Waves touch disjoint matrices, so a block may
+// stage the next wave while others still write the current one, and the grid meets once per wave.
+//
 // Launch: cooperatively (cudaLaunchAttributeCooperative / hipLaunchCooperativeKernel), grid = number of blocks
-// that hold all tiles (at most one block per SM), kOnChipThreads threads, dynamic shared memory
+// that hold all tiles of a wave (at most one block per SM), kOnChipThreads threads, dynamic shared memory
 // onchip_smem_bytes(...). Device code only; plain types.
 #pragma once
 
@@ -42,14 +46,18 @@ constexpr int onchip_unroll() {
 struct OnChipGeo {
   uint32_t m = 0, n = 0;             // each matrix is m x n, becomes n x m
   uint32_t tr = 1, tc = 1, s = 1;    // tile rows / cols, smem row stride (elements, odd)
-  uint32_t tiles = 0;                // tiles in the tensor
+  uint32_t tiles = 0;                // tiles in a wave (the whole tensor where there is one wave)
   uint32_t per_block = 0;            // tiles a block holds
   DivMod<uint32_t> tiles_j, tiles_i; // tiles per row of tiles, per matrix (tiles_i = tiles_j * row tiles)
+  uint32_t waves = 1;                // waves of whole matrices
+  uint32_t last_tiles = 0;           // tiles in the last wave (<= tiles)
+  int64_t wave_elems = 0;            // elements of a full wave (the next wave starts that far on)
 };
 
 // The geometry of `batch` m x n matrices cut into tr x tc tiles staged with row stride s, per_block tiles a block
-// (the plan's oc_* fields).
-inline OnChipGeo onchip_geo(int64_t batch, int64_t m, int64_t n, int64_t tr, int64_t tc, int64_t s, int64_t per_block) {
+// (the plan's oc_* fields), in waves of `wave` matrices (0: one wave).
+inline OnChipGeo onchip_geo(int64_t batch, int64_t m, int64_t n, int64_t tr, int64_t tc, int64_t s, int64_t per_block,
+                            int64_t wave = 0) {
   OnChipGeo geo;
   geo.m = static_cast<uint32_t>(m);
   geo.n = static_cast<uint32_t>(n);
@@ -57,10 +65,15 @@ inline OnChipGeo onchip_geo(int64_t batch, int64_t m, int64_t n, int64_t tr, int
   geo.tc = static_cast<uint32_t>(tc);
   geo.s = static_cast<uint32_t>(s);
   const int64_t tj = (n + tc - 1) / tc, ti = (m + tr - 1) / tr;
-  geo.tiles = static_cast<uint32_t>(batch * ti * tj);
+  const int64_t w = wave > 0 && wave < batch ? wave : batch;
+  const int64_t waves = (batch + w - 1) / w;
+  geo.tiles = static_cast<uint32_t>(w * ti * tj);
   geo.per_block = static_cast<uint32_t>(per_block);
   geo.tiles_j = DivMod<uint32_t>(static_cast<uint32_t>(tj));
   geo.tiles_i = DivMod<uint32_t>(static_cast<uint32_t>(ti * tj));
+  geo.waves = static_cast<uint32_t>(waves);
+  geo.last_tiles = static_cast<uint32_t>((batch - (waves - 1) * w) * ti * tj);
+  geo.wave_elems = w * m * n;
   return geo;
 }
 
@@ -89,29 +102,11 @@ TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint
   t += dt;
 }
 
-// U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu).
-template <typename T, int U = onchip_unroll<T>()>
-__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ data, OnChipGeo geo) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
-  T* tiles = reinterpret_cast<T*>(smem_raw + onchip_table_bytes(geo.per_block));
-  const uint32_t first = blockIdx.x * geo.per_block;
-  const uint32_t count = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
-  const uint32_t mn = geo.m * geo.n;
-  for (uint32_t k = threadIdx.x; k < count; k += blockDim.x) {
-    uint32_t rest, tj;
-    const uint32_t b = geo.tiles_i.div(first + k, &rest);
-    const uint32_t ti = geo.tiles_j.div(rest, &tj);
-    const uint32_t r0 = ti * geo.tr, c0 = tj * geo.tc;
-    OnChipTile t;
-    t.src = b * mn + r0 * geo.n + c0;
-    t.dst = b * mn + c0 * geo.m + r0;
-    t.rows = geo.m - r0 < geo.tr ? geo.m - r0 : geo.tr;
-    t.cols = geo.n - c0 < geo.tc ? geo.n - c0 : geo.tc;
-    table[k] = t;
-  }
-  __syncthreads();
-
+// One wave: the block's `count` tiles of the wave at `data` (table offsets from there) staged, the grid barrier,
+// the tiles written back transposed. Every block of the grid calls it for every wave (the barrier needs them all).
+template <typename T, int U>
+TI_DEVICE void onchip_wave(T* __restrict__ data, const OnChipGeo geo, const OnChipTile* table, T* tiles,
+                           uint32_t count) {
   const uint32_t tile_elems = geo.tr * geo.tc;
   const uint32_t tile_smem = geo.tr * geo.s;
   const uint32_t total = count * tile_elems;
@@ -145,7 +140,7 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
     }
   }
 
-  // Every element of the tensor is on chip once every block is here.
+  // Every element of the wave is on chip once every block is here.
   __syncthreads();
   cooperative_groups::this_grid().sync();
 
@@ -177,6 +172,46 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
   }
 }
 
+// U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu). kWaves: the
+// batch in geo.waves waves (an instantiation of its own: with the wave loop in it, the one-wave kernel ran 12%
+// slower on an H200, its 64-bit wave offsets rebuilt for every element's address).
+template <typename T, int U = onchip_unroll<T>(), bool kWaves = false>
+__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ base, OnChipGeo geo) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
+  T* tiles = reinterpret_cast<T*>(smem_raw + onchip_table_bytes(geo.per_block));
+  const uint32_t first = blockIdx.x * geo.per_block;
+  // The block's tiles of a full wave, offsets from the wave's first element: every wave's matrices are laid out
+  // alike, so one table serves them all (the last wave, with fewer matrices, takes its first tiles).
+  const uint32_t full = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
+  const uint32_t mn = geo.m * geo.n;
+  for (uint32_t k = threadIdx.x; k < full; k += blockDim.x) {
+    uint32_t rest, tj;
+    const uint32_t b = geo.tiles_i.div(first + k, &rest);
+    const uint32_t ti = geo.tiles_j.div(rest, &tj);
+    const uint32_t r0 = ti * geo.tr, c0 = tj * geo.tc;
+    OnChipTile t;
+    t.src = b * mn + r0 * geo.n + c0;
+    t.dst = b * mn + c0 * geo.m + r0;
+    t.rows = geo.m - r0 < geo.tr ? geo.m - r0 : geo.tr;
+    t.cols = geo.n - c0 < geo.tc ? geo.n - c0 : geo.tc;
+    table[k] = t;
+  }
+  __syncthreads();
+  if constexpr (!kWaves) {
+    onchip_wave<T, U>(base, geo, table, tiles, full);
+  } else {
+    T* data = base;
+    for (uint32_t wv = 0; wv < geo.waves; ++wv) {
+      const uint32_t wave_tiles = wv + 1 == geo.waves ? geo.last_tiles : geo.tiles;
+      const uint32_t count = first < wave_tiles ? (wave_tiles - first < full ? wave_tiles - first : full) : 0;
+      if (wv > 0) __syncthreads();  // the block's shared memory is free for this wave (no other block writes it)
+      onchip_wave<T, U>(data, geo, table, tiles, count);
+      data += geo.wave_elems;
+    }
+  }
+}
+
 }  // namespace kernels
 }  // namespace torch_inplace
 
@@ -188,6 +223,8 @@ template __global__ void onchip_transpose_kernel<uint16_t>(uint16_t*, OnChipGeo)
 template __global__ void onchip_transpose_kernel<uint32_t>(uint32_t*, OnChipGeo);
 template __global__ void onchip_transpose_kernel<uint64_t>(uint64_t*, OnChipGeo);
 template __global__ void onchip_transpose_kernel<Bytes16>(Bytes16*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<uint8_t, 4, true>(uint8_t*, OnChipGeo);
+template __global__ void onchip_transpose_kernel<Bytes16, 4, true>(Bytes16*, OnChipGeo);
 }  // namespace kernels
 }  // namespace torch_inplace
 #endif

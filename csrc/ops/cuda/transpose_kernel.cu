@@ -515,7 +515,11 @@ struct Engine {
   // ---- on chip: one cooperative kernel (kernels/transpose/onchip.cuh) ------------------------------------------
   cudaError_t onchip() {
     const auto& g = pl.steps;
-    const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block);
+    const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block, g.oc_wave);
+    if (geo.waves > 1) {
+      return launch_cooperative(onchip_transpose_kernel<T, onchip_unroll<T>(), true>, g.oc_grid, kOnChipThreads,
+                                g.oc_smem, stream, data, geo);
+    }
     return launch_cooperative(onchip_transpose_kernel<T>, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
   }
 
