@@ -36,7 +36,8 @@ namespace {
 // cluster engine, =grid the whole-GPU panels wherever they fit (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2: panels held at
 // once); TORCH_INPLACE_GPU_DIRECTION=short keeps Catanzaro's direction on the row shuffle's short side for every
 // shape; TORCH_INPLACE_GPU_ROWS=global the global row
-// slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans. Every engine is testable.
+// slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
+// waves (batches over the shared memory). Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
