@@ -58,34 +58,37 @@ knobs = [{}, {"TORCH_INPLACE_GPU_COLUMNS": "universal", "TORCH_INPLACE_GPU_ONCHI
           "TORCH_INPLACE_GPU_ONCHIP": "0"}]
 dt = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 bad = 0
-for kv in knobs:
-    for k in ("TORCH_INPLACE_GPU_COLUMNS", "TORCH_INPLACE_GPU_ROWS", "TORCH_INPLACE_GPU_ONCHIP",
-              "TORCH_INPLACE_GPU_GRID_BUFFERS", "TORCH_INPLACE_GPU_ROW_BLOCK_BYTES", "TORCH_INPLACE_GPU_GRID_ROW_LANES",
-              "TORCH_INPLACE_GPU_FUSE_ROTATION", "TORCH_INPLACE_GPU_GRID_ASYNC",
-              "TORCH_INPLACE_GPU_FUSE_BUFFERS", "TORCH_INPLACE_GPU_FUSE_STAGE", "TORCH_INPLACE_GPU_GRID_GATHER",
-              "TORCH_INPLACE_GPU_GRID_SPLIT", "TORCH_INPLACE_GPU_ROW_MIN_BLOCKS"):
-        os.environ.pop(k, None)
+
+
+def set_knobs(kv):
+    """Only the planner knobs in kv (every other TORCH_INPLACE_GPU_ variable unset); plans are cached per shape, so
+    the cache is cleared for the knobs to apply."""
+    for k in list(os.environ):
+        if k.startswith("TORCH_INPLACE_GPU_"):
+            os.environ.pop(k)
     os.environ.update(kv)
-    torch.ops.inplace._clear_plan_cache()  # plans are cached per shape; knobs apply to new plans
+    torch.ops.inplace._clear_plan_cache()
+
+
+def transposed_ok(shape, es, algo):
+    x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
+    want = x.mT.clone(memory_format=torch.contiguous_format)
+    torch_inplace.transpose_(x, algorithm=algo)
+    return torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
+
+
+for kv in knobs:
+    set_knobs(kv)
     for shape, es, algo in cases:
-        x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
-        want = x.mT.clone(memory_format=torch.contiguous_format)
-        torch_inplace.transpose_(x, algorithm=algo)
-        ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8))
+        ok = transposed_ok(shape, es, algo)
         bad += not ok
         print(kv, shape, es, algo, "ok" if ok else "WRONG", flush=True)
 # On chip in waves (a batch over the GPU's shared memory, each matrix within it; a partial last wave): once, with the
 # planner's defaults, as the waves are large for the sanitizer.
-for k in list(os.environ):
-    if k.startswith("TORCH_INPLACE_GPU_"):
-        os.environ.pop(k)
-torch.ops.inplace._clear_plan_cache()
+set_knobs({})
 for shape, es in (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 1)):
-    x = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
-    want = x.mT.clone(memory_format=torch.contiguous_format)
-    expl = torch_inplace.plan(shape, x.dtype, "cuda").explanation
-    torch_inplace.transpose_(x, algorithm="onchip")
-    ok = torch.equal(x.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8)) and "waves" in expl
+    expl = torch_inplace.plan(shape, dt[es], "cuda").explanation
+    ok = transposed_ok(shape, es, "onchip") and "waves" in expl
     bad += not ok
     print({"onchip_waves": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
 if os.environ.get("TI_SANITIZE_PARTS", "all") == "transpose":

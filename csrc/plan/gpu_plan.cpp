@@ -420,12 +420,12 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   }
   const int64_t s = onchip_stride(tc, es);
   const int64_t per_matrix = ceil_div(m, tr) * ceil_div(n, tc);
-  // Shared memory of a block holding the tiles of `mats` matrices (one block per SM), or -1 past the budget or
-  // past 32-bit offsets inside them.
+  // Tiles a block holds when the grid (one block per SM) takes `mats` matrices at once, and its shared memory.
+  auto per_block_for = [&](int64_t mats) { return ceil_div(mats * per_matrix, std::max(1, caps.num_sms)); };
+  // That shared memory, or -1 past the budget or past 32-bit offsets inside the matrices.
   auto smem_for = [&](int64_t mats) -> int64_t {
-    const int64_t tiles = mats * per_matrix;
-    if (caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) || tiles >= (int64_t{1} << 31)) return -1;
-    const int64_t per_block = ceil_div(tiles, caps.num_sms);
+    if (caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) || mats * per_matrix >= (int64_t{1} << 31)) return -1;
+    const int64_t per_block = per_block_for(mats);
     const int64_t smem = align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
     return smem <= smem_budget(caps) ? smem : -1;
   };
@@ -447,7 +447,7 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
     wave = ceil_div(p.batch, ceil_div(p.batch, lo));
   }
   const int64_t tiles = wave * per_matrix;
-  const int64_t per_block = ceil_div(tiles, caps.num_sms);
+  const int64_t per_block = per_block_for(wave);
   const int64_t smem = smem_for(wave);
   Plan::GpuSteps g;
   g.oc_tr = tr;

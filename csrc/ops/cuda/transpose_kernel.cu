@@ -516,11 +516,8 @@ struct Engine {
   cudaError_t onchip() {
     const auto& g = pl.steps;
     const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block, g.oc_wave);
-    if (geo.waves > 1) {
-      return launch_cooperative(onchip_transpose_kernel<T, onchip_unroll<T>(), true>, g.oc_grid, kOnChipThreads,
-                                g.oc_smem, stream, data, geo);
-    }
-    return launch_cooperative(onchip_transpose_kernel<T>, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
+    auto* kernel = geo.waves > 1 ? onchip_transpose_kernel<T, onchip_unroll<T>(), true> : onchip_transpose_kernel<T>;
+    return launch_cooperative(kernel, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
   }
 
   cudaError_t run() {
