@@ -249,18 +249,76 @@ def test_empty_transposable():
 
 
 def test_unimplemented_algorithms_raise_cleanly():
-    for algorithm in ("tiled31", "tiled32", "tiled21", "tiled22", "padded", "cut"):
-        x = rand_tensor((64, 96), 4)
+    # Not on the GPU: sequences 3.1 / 3.2, padding, cuts of general shapes; 2.1 / 2.2 only where the short side
+    # divides the long one, 2.1 for tall and 2.2 for wide matrices (test_tiled_*).
+    for algorithm, shape in [("tiled31", (64, 96)), ("tiled32", (64, 96)), ("padded", (64, 96)), ("cut", (64, 96)),
+                             ("tiled21", (64, 96)), ("tiled22", (64, 96)), ("tiled21", (96, 64)),
+                             ("tiled21", (100, 300)), ("tiled22", (300, 100)), ("tiled22", (64, 64))]:
+        x = rand_tensor(shape, 4)
         before = x.clone()
         with pytest.raises(RuntimeError, match=algorithm):
             torch_inplace.transpose_(x, algorithm=algorithm)
         assert same_bytes(x, before)
 
 
+def tiled_shapes(rng, count):
+    """(batch..., rows, cols) with the short side g dividing the long side: q g x g tiles, tall or wide."""
+    out = []
+    for k in range(count):
+        g = rng.choice([2, 3, 7, 16, 31, 64, 65, 100, 128, 129, 257, 300, 512, 640])
+        q = rng.randint(2, 12)
+        shape = (q * g, g) if k % 2 == 0 else (g, q * g)
+        if k % 3 == 0:
+            shape = (rng.randint(2, 3),) + shape
+        out.append(shape)
+    return out
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_tiled_forced_random_shapes(esize):
+    # Sequences 2.1 / 2.2 forced on random divisor shapes of every element size: super-elements from 2 to 10240
+    # bytes, 16-byte units or elements, one slice or several (the last shorter), batches folded into the kernels.
+    rng = random.Random(4242 + esize)
+    for shape in tiled_shapes(rng, 30):
+        algorithm = "tiled21" if shape[-2] > shape[-1] else "tiled22"
+        check(shape, esize, algorithm)
+
+
+def test_tiled_is_auto_and_explains():
+    # Auto where the short side (over the skinny range, a super-element of at least 256 bytes) divides the long one
+    # and the tensor is too large for the on-chip plan; the explanation names the steps; TORCH_INPLACE_GPU_TILED=0
+    # gives those shapes to Catanzaro, with the same bytes.
+    for shape, esize, algorithm in [((8192, 2048), 4, "tiled21"), ((2048, 8192), 4, "tiled22"),
+                                    ((3, 2048, 4096), 4, "tiled22"), ((12000, 4000), 4, "tiled21"),
+                                    ((777, 777 * 9), 8, "tiled22"), ((1000 * 40, 1000), 2, "tiled21"),
+                                    ((600, 600 * 60), 16, "tiled22"), ((65, 65 * 20000), 4, "tiled22")]:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert p.algorithm == algorithm, (shape, esize, p.explanation)
+        assert "tile-pair swaps" in p.explanation and "cycle following" in p.explanation, p.explanation
+        assert 0 < p.scratch_bytes <= math.prod(shape) * esize // 1000 + (1 << 20)
+        check(shape, esize)
+    with env(TORCH_INPLACE_GPU_TILED="0"):
+        assert torch_inplace.plan((8192, 2048), torch.float32, "cuda").algorithm in ("c2r", "r2c")
+        check((8192, 2048), 4)
+    assert torch_inplace.plan((2048, 8192), torch.float32, "cuda", algorithm="c2r").algorithm == "c2r"
+
+
+def test_tiled_over_2_31_elements():
+    # 64-bit offsets in both kernels: 2.4e9 one-byte elements, 16 KiB super-elements in 8 slices.
+    for shape in [(9 * 16384, 16384), (16384, 9 * 16384)]:
+        assert torch_inplace.plan(shape, torch.uint8, "cuda").algorithm in ("tiled21", "tiled22")
+        x = rand_tensor(shape, 1)
+        want = x.mT.contiguous()
+        torch_inplace.transpose_(x)
+        assert torch.equal(x, want), shape
+        del x, want
+        torch.cuda.empty_cache()
+
+
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
                                    NO_ONCHIP, dict(TORCH_INPLACE_GPU_COLUMNS="cluster", **NO_ONCHIP)])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
-                                   (3, 4096, 33), (2, 33, 5001)])
+                                   (3, 4096, 33), (2, 33, 5001), (4096, 1024), (2, 512, 2560)])
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)

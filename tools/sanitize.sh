@@ -2,8 +2,8 @@
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel (in waves too), 1/2/4/8/16-byte
-# elements, batches, > 1 cluster block; then the small LU / inverse kernels (every rows-per-lane variant) and the
-# fused inverse backward.
+# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2; then the small LU / inverse kernels (every
+# rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only.)
 set -u
@@ -91,6 +91,13 @@ for shape, es in (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 
     ok = transposed_ok(shape, es, "onchip") and "waves" in expl
     bad += not ok
     print({"onchip_waves": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
+# Tiled sequences 2.1 / 2.2 (the short side divides the long one: tiles swapped in place, super-elements by cycle
+# following): one slice and several (the last one shorter), 16-byte units and elements, batches; once, with defaults.
+for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled22"), ((777 * 3, 777), 8, "tiled21"),
+                        ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22")):
+    ok = transposed_ok(shape, es, algo)
+    bad += not ok
+    print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)
 if os.environ.get("TI_SANITIZE_PARTS", "all") == "transpose":
     sys.exit(1 if bad else 0)
 # Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant (and the inverse's split

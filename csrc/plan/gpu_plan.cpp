@@ -6,6 +6,8 @@
 //   skinny  (short side 2..64)  sequence 2.1 (k x F tiles on chip, then k-element super-elements by cycle
 //                               following) with a Karlsson cut of the N mod k rows (plan_skinny21);
 //                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
+//   tiled21/22 (short | long)   sequence 2.1 (tall) / 2.2 (wide) with the g x g tiles swapped in place and the
+//                               super-elements of the short side g by cycle following: two passes (plan_tiled);
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first; the other direction as a fallback.
 // Each Catanzaro plan picks its column-step engine (panels through the shared memory of the whole GPU, one
@@ -37,7 +39,8 @@ namespace {
 // once); TORCH_INPLACE_GPU_DIRECTION=short keeps Catanzaro's direction on the row shuffle's short side for every
 // shape; TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
-// waves (batches over the shared memory). Every engine is testable.
+// waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps the tiled sequences (short side dividing
+// the long one) out of auto plans. Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -323,7 +326,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
 // y.copy_(x.mT) fp32/fp64): target 512 B 0.33/0.32, 1024 B 0.34/0.35, 2048 B 0.35/0.34 -- within noise; larger
 // super-elements shorten the cycle-following pass (fewer, longer moves) but enlarge the tiles, so 1024.
 constexpr int64_t kSkinnySuperBytes = 1024;
-constexpr int64_t kSkinnyMaxSuperBytes = 2048;  // kernels::kSuperMaxBytes
+constexpr int64_t kSkinnyMaxSuperBytes = kGpuSuperMaxBytes;  // one warp's registers (kernels::kSuperMaxBytes)
 constexpr int64_t kSkinnyTileBytes = 96 * 1024;  // one k x F tile (padded) in a block's shared memory
 constexpr int64_t kSkinnyGroupBytes = 32 * 1024;  // shared memory per tile block (several short tiles)
 constexpr int64_t kSkinnyShiftChunkBytes = 64 * 256;  // ordered_shift_kernel: 64 bytes x 256 threads
@@ -361,7 +364,7 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   int64_t off = 0;
   const int64_t nb = r == 0 ? p.batch : 1;  // with a cut the matrices run one at a time, sharing the scratch
   g.sk_bits_off = off;
-  off += align64(ceil_div(nb * Mp * F, 32) * 4);
+  off += gpu_super_bits_bytes(nb * Mp * F, k * es);
   if (r > 0) {
     g.sk_rem_off = off;
     off += align64(r * F * es);
@@ -382,6 +385,48 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   if (to_aos) plan.reason += " (steps inverted)";
   return plan;
 }
+// Tiled sequences 2.1 / 2.2 (paper 000) where the short side g divides the long one, q = long / g: the matrix is q
+// g x g tiles. Tall: 010! -- each tile transposed in place by tile-pair swaps (a tile this large does not fit on
+// chip) -- then 100! of the (q, g) super-elements of g elements by cycle following with flag bits (the skinny
+// path's kernel; super-elements over 2 KiB move as slices). Wide: the 100! first, then the tiles. Two passes, where
+// Catanzaro needs three for these shapes (gcd = the short side: its column rotation cannot be fused into the row
+// shuffle). Scratch: the flag bits. Auto above the skinny range when a super-element holds at least
+// kTiledMinSuperBytes (shorter ones make the cycle-following pass slow); TORCH_INPLACE_GPU_TILED=0 keeps it out of
+// auto plans.
+constexpr int64_t kTiledMinSuperBytes = 256;
+
+bool tiled_applies(const Problem& p) {
+  const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
+  return lo >= 2 && hi > lo && hi % lo == 0;
+}
+
+bool tiled_auto(const Problem& p) {
+  const int64_t lo = std::min(p.rows, p.cols);
+  return tiled_applies(p) && lo > kSkinnyMax && lo * p.esize >= kTiledMinSuperBytes &&
+         !env_is("TORCH_INPLACE_GPU_TILED", "0");
+}
+
+Plan plan_tiled(const Problem& p) {
+  Plan plan;
+  const bool tall = p.rows > p.cols;
+  plan.algo = tall ? Algo::Tiled21 : Algo::Tiled22;
+  plan.problem = p;
+  const int64_t g = std::min(p.rows, p.cols), q = std::max(p.rows, p.cols) / g, es = p.esize;
+  plan.tile_m = plan.tile_n = g;
+  plan.gpu.sk_bits_off = 0;
+  plan.scratch_bytes = gpu_super_bits_bytes(p.batch * q * g, g * es);
+  const int64_t slices = gpu_super_slices(g * es);
+  const std::string gs = std::to_string(g), qs = std::to_string(q);
+  const std::string tiles = qs + " tiles of " + gs + " x " + gs + " transposed in place by tile-pair swaps (010!)";
+  const std::string cycles = "the (" + (tall ? qs + ", " + gs : gs + ", " + qs) + ") super-elements of " +
+                             std::to_string(g * es) + " bytes by cycle following with flag bits (100!" +
+                             (slices > 1 ? ", each moved as " + std::to_string(slices) + " slices" : "") + ")";
+  plan.reason = "the short side " + gs + " divides the long side: sequence " + (tall ? "2.1: " : "2.2: ") +
+                (tall ? tiles + ", then " + cycles : cycles + ", then " + tiles) +
+                "; two passes (Catanzaro needs three when the gcd is the short side)";
+  return plan;
+}
+
 // On chip (kernels/transpose/onchip.cuh): when every tile of the tensor fits in the shared memory of one block
 // per SM, one cooperative kernel reads everything, syncs the grid, and writes everything transposed -- the traffic
 // of a copy, one launch, no scratch. Tiles: side x side (a balanced split of each dim, so edge tiles waste little),
@@ -547,6 +592,10 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
       out.push_back(plan_skinny_catanzaro(make(Algo::Skinny, !tall, ""), caps,
                                           /*super=*/!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")));
     }
+  }
+  if (((forced == Algo::Auto && tiled_auto(p)) || forced == (tall ? Algo::Tiled21 : Algo::Tiled22)) &&
+      tiled_applies(p)) {
+    out.push_back(plan_tiled(p));
   }
   // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
   // ones), except for one matrix of 4-byte elements with coprime sides up to kDirectionMeasuredMax, where C2R ran

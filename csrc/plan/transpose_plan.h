@@ -141,6 +141,15 @@ Plan make_plan(const Problem& p, const DeviceCaps& caps, Algo forced = Algo::Aut
 std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced);
 std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced);
 
+// GPU 100! (super_cycles_kernel, kernels/transpose/skinny.cuh): one warp carries at most kGpuSuperMaxBytes of a
+// super-element in its registers, so a wider one moves as gpu_super_slices(bytes) slices of its own cycles, each
+// with one flag bit; gpu_super_bits_bytes is the flag scratch for `supers` super-elements (64-byte aligned).
+constexpr int64_t kGpuSuperMaxBytes = 2048;
+inline int64_t gpu_super_slices(int64_t bytes) { return (bytes + kGpuSuperMaxBytes - 1) / kGpuSuperMaxBytes; }
+inline int64_t gpu_super_bits_bytes(int64_t supers, int64_t bytes) {
+  return (supers * gpu_super_slices(bytes) + 511) / 512 * 64;
+}
+
 // Slack bytes (past the elements) that empty_transposable gives a tensor so that GPU transposes of it, either
 // way round, can take the padded path (gpu_plan.cpp); 0 where padding never helps.
 int64_t padding_slack_bytes(const Problem& p);

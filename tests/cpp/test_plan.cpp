@@ -328,6 +328,39 @@ TEST(GpuPlan, OnChipWavesForBatchesOfSmallMatrices) {
   EXPECT_GT(big.gpu.oc_wave, 1);
 }
 
+TEST(GpuPlan, TiledWhereTheShortSideDividesTheLongOne) {
+  // q g x g tiles: tall matrices take sequence 2.1 (tiles swapped in place, then the (q, g) super-elements of g
+  // elements by cycle following), wide ones 2.2 (the same steps the other way round); auto above the skinny range
+  // for super-elements of at least 256 bytes and outside the on-chip plan; the scratch is one flag bit per slice of
+  // at most 2 KiB of a super-element; TORCH_INPLACE_GPU_TILED=0 keeps it out of auto plans.
+  const DeviceCaps g = fake_gpu();
+  const Plan tall = make_plan(prob(1, 8192, 2048), g);
+  ASSERT_EQ(tall.algo, Algo::Tiled21) << tall.reason;
+  EXPECT_EQ(tall.scratch_bytes, gpu_super_bits_bytes(4 * 2048, 2048 * 4));
+  EXPECT_EQ(gpu_super_slices(2048 * 4), 4);
+  EXPECT_EQ(gpu_super_bits_bytes(4 * 2048, 2048 * 4), 4 * 2048 * 4 / 8);
+  EXPECT_TRUE(contains(tall.reason, "sequence 2.1: 4 tiles of 2048 x 2048")) << tall.reason;
+  EXPECT_TRUE(contains(tall.reason, "each moved as 4 slices")) << tall.reason;
+  const Plan wide = make_plan(prob(9, 2048, 4096), g);
+  ASSERT_EQ(wide.algo, Algo::Tiled22) << wide.reason;
+  EXPECT_EQ(wide.scratch_bytes, gpu_super_bits_bytes(9 * 2 * 2048, 2048 * 4));
+  EXPECT_TRUE(contains(wide.reason, "sequence 2.2: the (2048, 2) super-elements")) << wide.reason;
+  // Not a divisor, the skinny range, short super-elements, on chip, squares: other plans.
+  EXPECT_NE(make_plan(prob(1, 8192, 3000), g).algo, Algo::Tiled21);
+  EXPECT_EQ(make_plan(prob(1, 640000, 64), g).algo, Algo::Skinny);
+  EXPECT_NE(make_plan(prob(1, 10000 * 50, 50 * 1, 1), g).algo, Algo::Tiled21);
+  EXPECT_NE(make_plan(prob(1, 65 * 10000, 65, 1), g).algo, Algo::Tiled21);  // 65-byte super-elements
+  EXPECT_EQ(make_plan(prob(1, 300, 100), g).algo, Algo::OnChip);
+  EXPECT_EQ(make_plan(prob(1, 4096, 4096), g).algo, Algo::Square);
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_TILED", "0", prob(1, 8192, 2048), g, Algo::Auto).algo, Algo::Tiled21);
+  // Forced: any divisor shape of the right orientation, the skinny range and one-byte elements included.
+  EXPECT_EQ(make_plan(prob(2, 300, 100), g, Algo::Tiled21).algo, Algo::Tiled21);
+  EXPECT_EQ(make_plan(prob(1, 3, 600, 1), g, Algo::Tiled22).algo, Algo::Tiled22);
+  EXPECT_THROW(make_plan(prob(1, 100, 300), g, Algo::Tiled21), PlanError);  // wide: that is 2.2
+  EXPECT_THROW(make_plan(prob(1, 300, 101), g, Algo::Tiled21), PlanError);  // 101 does not divide 300
+  EXPECT_THROW(make_plan(prob(1, 64, 64), g, Algo::Tiled22), PlanError);
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.

@@ -156,8 +156,10 @@ __global__ void __launch_bounds__(kGroupThreads)
 
 constexpr int kCycleThreads = 256;
 
-// 100!: batch x (P, Q) super-elements of W units of U -> batch x (Q, P); position p = a*Q + b moves to
-// b*P + a. flags: one bit per super-element (global index over the batch), zero on entry.
+// 100!: batch x (P, Q) super-elements of Z units of U -> batch x (Q, P); position p = a*Q + b moves to
+// b*P + a. A super-element wider than a warp's registers is moved as `chunks` slices of at most W units (slice c:
+// units [c*W, min(Z, (c+1)*W))), each slice by its own chains: the slices follow the same cycles and touch disjoint
+// bytes. flags: one bit per slice, index y * chunks + c over the batch's super-elements y, zero on entry.
 //
 // Protocol (bit x set = "the original content of x has been taken by some warp, which will carry it on"):
 //   start at s:  read A[s]; fence; test-and-set bit s. Already set: drop the read and stop. Else carry A[s].
@@ -173,24 +175,29 @@ constexpr int kCycleThreads = 256;
 // position gets a start, so every cycle is moved; no warp ever waits for another.
 template <typename U, int RPL>
 __global__ void __launch_bounds__(kCycleThreads)
-    super_cycles_kernel(U* __restrict__ base, int64_t batch, int64_t P, int64_t Q, int W, unsigned* flags,
-                        DivMod<uint64_t> dm_L, DivMod<uint64_t> dm_Q) {
+    super_cycles_kernel(U* __restrict__ base, int64_t batch, int64_t P, int64_t Q, int W, int64_t Z,
+                        int64_t chunks, unsigned* flags, DivMod<uint64_t> dm_L, DivMod<uint64_t> dm_Q,
+                        DivMod<uint64_t> dm_chunks) {
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int64_t warps_per_block = blockDim.x / kWarpSize;
   const int64_t gw = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize;
   const int64_t nw = gridDim.x * warps_per_block;
-  const int64_t L = P * Q, total = batch * L;
+  const int64_t L = P * Q, total = batch * L * chunks;
   for (int64_t s = gw; s < total; s += nw) {
     unsigned seen = 0;
     if (lane == 0) seen = (*reinterpret_cast<volatile unsigned*>(flags + (s >> 5)) >> (s & 31)) & 1u;
     seen = shfl(seen, 0);
     if (seen) continue;  // cheap early-out: already taken (a stale 0 only costs the read below)
+    uint64_t c = 0;
+    const uint64_t y0 = chunks == 1 ? static_cast<uint64_t>(s) : dm_chunks.div(static_cast<uint64_t>(s), &c);
+    const int64_t off = static_cast<int64_t>(c) * W;  // the slice's first unit within its super-element
+    const int w = static_cast<int>(Z - off < W ? Z - off : W);
     U v[RPL];
-    const U* src = base + s * W;
+    const U* src = base + static_cast<int64_t>(y0) * Z + off;
 #pragma unroll
     for (int q = 0; q < RPL; ++q) {
       const int u = lane + q * kWarpSize;
-      if (u < W) v[q] = src[u];
+      if (u < w) v[q] = src[u];
     }
     __threadfence();
     TI_SYNCWARP();
@@ -198,27 +205,28 @@ __global__ void __launch_bounds__(kCycleThreads)
     if (lane == 0) old = atomicOr(flags + (s >> 5), 1u << (s & 31)) & (1u << (s & 31));
     old = shfl(old, 0);
     if (old) continue;
-    uint64_t cur = static_cast<uint64_t>(s);
+    uint64_t cur = y0;
     while (true) {
-      uint64_t p, c;
+      uint64_t p, bq;
       const uint64_t b = dm_L.div(cur, &p);
-      const uint64_t a = dm_Q.div(p, &c);
-      const uint64_t y = b * static_cast<uint64_t>(L) + c * static_cast<uint64_t>(P) + a;
-      U* dst = base + y * W;
+      const uint64_t a = dm_Q.div(p, &bq);
+      const uint64_t y = b * static_cast<uint64_t>(L) + bq * static_cast<uint64_t>(P) + a;
+      const uint64_t fy = y * static_cast<uint64_t>(chunks) + c;  // the flag bit of the slice at y
+      U* dst = base + static_cast<int64_t>(y) * Z + off;
       U t[RPL];
 #pragma unroll
       for (int q = 0; q < RPL; ++q) {
         const int u = lane + q * kWarpSize;
-        if (u < W) t[q] = dst[u];
+        if (u < w) t[q] = dst[u];
       }
       unsigned taken = 0;
-      if (lane == 0) taken = atomicOr(flags + (y >> 5), 1u << (y & 31)) & (1u << (y & 31));
+      if (lane == 0) taken = atomicOr(flags + (fy >> 5), 1u << (fy & 31)) & (1u << (fy & 31));
       taken = shfl(taken, 0);
       if (!taken) {
 #pragma unroll
         for (int q = 0; q < RPL; ++q) {
           const int u = lane + q * kWarpSize;
-          if (u < W) {
+          if (u < w) {
             dst[u] = v[q];
             v[q] = t[q];
           }
@@ -229,7 +237,7 @@ __global__ void __launch_bounds__(kCycleThreads)
 #pragma unroll
         for (int q = 0; q < RPL; ++q) {
           const int u = lane + q * kWarpSize;
-          if (u < W) dst[u] = v[q];
+          if (u < w) dst[u] = v[q];
         }
         break;
       }
@@ -341,7 +349,8 @@ namespace kernels {
 #define TI_INST_SKINNY(T)                                                                                          \
   template __global__ void group_tiles_kernel<T>(T*, int64_t, uint32_t, uint32_t, uint32_t, uint32_t,             \
                                                  DivMod<uint32_t>, DivMod<uint32_t>, DivMod<uint32_t>);           \
-  template __global__ void super_cycles_kernel<T, super_rpl<T>()>(T*, int64_t, int64_t, int64_t, int, unsigned*,  \
+  template __global__ void super_cycles_kernel<T, super_rpl<T>()>(T*, int64_t, int64_t, int64_t, int, int64_t,   \
+                                                                  int64_t, unsigned*, DivMod<uint64_t>,          \
                                                                   DivMod<uint64_t>, DivMod<uint64_t>);           \
   template __global__ void ordered_shift_kernel<T, shift_elems<T>(), true>(T*, int64_t, int64_t, int64_t,          \
                                                                          unsigned*, int64_t);                    \
@@ -362,13 +371,14 @@ TI_INST_SKINNY(uint16_t)
 TI_INST_SKINNY(uint32_t)
 TI_INST_SKINNY(uint64_t)
 TI_INST_SKINNY(Bytes16)
-template __global__ void super_cycles_kernel<uint4, 1>(uint4*, int64_t, int64_t, int64_t, int, unsigned*,
-                                                        DivMod<uint64_t>, DivMod<uint64_t>);
-template __global__ void super_cycles_kernel<uint4, 2>(uint4*, int64_t, int64_t, int64_t, int, unsigned*,
-                                                        DivMod<uint64_t>, DivMod<uint64_t>);
-template __global__ void super_cycles_kernel<uint4, 4>(uint4*, int64_t, int64_t, int64_t, int,
-                                                                        unsigned*, DivMod<uint64_t>,
-                                                                        DivMod<uint64_t>);
+#define TI_INST_CYCLES_VEC(R)                                                                                  \
+  template __global__ void super_cycles_kernel<uint4, R>(uint4*, int64_t, int64_t, int64_t, int, int64_t, int64_t, \
+                                                         unsigned*, DivMod<uint64_t>, DivMod<uint64_t>,           \
+                                                         DivMod<uint64_t>);
+TI_INST_CYCLES_VEC(1)
+TI_INST_CYCLES_VEC(2)
+TI_INST_CYCLES_VEC(4)
+#undef TI_INST_CYCLES_VEC
 #undef TI_INST_SKINNY
 }  // namespace kernels
 }  // namespace torch_inplace

@@ -37,6 +37,8 @@ namespace gpu {
 
 using namespace kernels;
 
+static_assert(plan::kGpuSuperMaxBytes == kSuperMaxBytes, "the planner's and the kernel's super-element width");
+
 cudaError_t query_caps(int device, plan::DeviceCaps* out) {
   cudaDeviceProp prop;
   TI_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -195,15 +197,31 @@ struct Engine {
   cudaStream_t stream;
   int64_t batch;
 
-  cudaError_t square() {
-    const int64_t n = pl.rows;
+  cudaError_t square() { return squares(data, pl.rows, batch); }
+
+  // nb consecutive n x n matrices at A, each transposed by tile-pair swaps.
+  cudaError_t squares(T* A, int64_t n, int64_t nb) {
     const int64_t nt = (n + kSqTile - 1) / kSqTile;
     const int64_t pairs = nt * (nt + 1) / 2;
-    const int grid = static_cast<int>(std::min<int64_t>(pairs * batch, int64_t{caps.num_sms} * 16));
-    square_swap_kernel<T, U><<<grid, dim3(kSqTile, kSqRows), 0, stream>>>(data, static_cast<U>(n), nt, pairs,
-                                                                           batch);
+    const int grid = static_cast<int>(std::min<int64_t>(pairs * nb, int64_t{caps.num_sms} * 16));
+    square_swap_kernel<T, U><<<grid, dim3(kSqTile, kSqRows), 0, stream>>>(A, static_cast<U>(n), nt, pairs, nb);
     TI_LAUNCH_CHECK();
     return cudaSuccess;
+  }
+
+  // ---- tiled sequences 2.1 / 2.2 where the short side g divides the long one (gpu_plan.cpp plan_tiled) --------
+  // Tall (q*g) x g, sequence 2.1: 010! with g x g tiles -- q squares transposed in place -- then 100! of the
+  // (q, g) super-elements of g elements. Wide g x (q*g), sequence 2.2: the 100! first, then the squares. The batch
+  // folds into both kernels.
+  cudaError_t tiled() {
+    const int64_t g = std::min(pl.rows, pl.cols), q = std::max(pl.rows, pl.cols) / g;
+    unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
+    if (pl.rows > pl.cols) {
+      TI_CHECK(squares(data, g, batch * q));      // (q, g, g) -> (q, g, g)^T per tile
+      return super_cycles(data, batch, q, g, g, bits);  // (q, g, g) -> (g, q, g)
+    }
+    TI_CHECK(super_cycles(data, batch, g, q, g, bits));  // (g, q, g) -> (q, g, g)
+    return squares(data, g, batch * q);
   }
 
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
@@ -432,32 +450,38 @@ struct Engine {
     return cudaSuccess;
   }
 
+  // Z units per super-element, moved as ceil(Z / W) slices of at most W units (W <= rpl lanes' worth).
   template <typename V, int rpl = super_rpl<V>()>
-  cudaError_t super_cycles_as(V* A, int64_t nb, int64_t P, int64_t Q, int64_t W, unsigned* bits) {
+  cudaError_t super_cycles_as(V* A, int64_t nb, int64_t P, int64_t Q, int64_t Z, int64_t chunks, unsigned* bits) {
+    const int64_t W = (Z + chunks - 1) / chunks;  // even slices (the last may be shorter)
     if (W > int64_t{rpl} * kWarpSize) return cudaErrorInvalidValue;
     auto k = super_cycles_kernel<V, rpl>;
     const int64_t warps = kCycleThreads / kWarpSize;
     const int grid = static_cast<int>(std::min<int64_t>(int64_t{caps.num_sms} * (2048 / kCycleThreads),
-                                                        (nb * P * Q + warps - 1) / warps));
-    k<<<grid, kCycleThreads, 0, stream>>>(A, nb, P, Q, static_cast<int>(W), bits,
+                                                        (nb * P * Q * chunks + warps - 1) / warps));
+    k<<<grid, kCycleThreads, 0, stream>>>(A, nb, P, Q, static_cast<int>(W), Z, chunks, bits,
                                           DivMod<uint64_t>(static_cast<uint64_t>(P * Q)),
-                                          DivMod<uint64_t>(static_cast<uint64_t>(Q)));
+                                          DivMod<uint64_t>(static_cast<uint64_t>(Q)),
+                                          DivMod<uint64_t>(static_cast<uint64_t>(chunks)));
     TI_LAUNCH_CHECK();
     return cudaSuccess;
   }
 
-  // (P, Q, k) -> (Q, P, k) for nb matrices; 16-byte units when the super-elements and the base allow it.
+  // (P, Q, k) -> (Q, P, k) for nb matrices; 16-byte units when the super-elements and the base allow it. Super-
+  // elements over kSuperMaxBytes move as plan::gpu_super_slices slices, one flag bit each (plan::gpu_super_bits_bytes).
   cudaError_t super_cycles(T* A, int64_t nb, int64_t P, int64_t Q, int64_t k, unsigned* bits) {
     if (P <= 1 || Q <= 1) return cudaSuccess;
     const int64_t bytes = k * static_cast<int64_t>(sizeof(T));
-    TI_CHECK(cudaMemsetAsync(bits, 0, static_cast<size_t>((nb * P * Q + 31) / 32 * 4), stream));
+    const int64_t chunks = plan::gpu_super_slices(bytes);
+    TI_CHECK(cudaMemsetAsync(bits, 0, static_cast<size_t>(plan::gpu_super_bits_bytes(nb * P * Q, bytes)), stream));
     if (bytes % 16 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0) {
+      auto* A16 = reinterpret_cast<uint4*>(A);
       // Fewest registers per lane that hold a super-element (occupancy: more chains in flight).
-      if (bytes / 16 <= kWarpSize) return super_cycles_as<uint4, 1>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
-      if (bytes / 16 <= 2 * kWarpSize) return super_cycles_as<uint4, 2>(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
-      return super_cycles_as(reinterpret_cast<uint4*>(A), nb, P, Q, bytes / 16, bits);
+      if (bytes / 16 <= kWarpSize) return super_cycles_as<uint4, 1>(A16, nb, P, Q, bytes / 16, chunks, bits);
+      if (bytes / 16 <= 2 * kWarpSize) return super_cycles_as<uint4, 2>(A16, nb, P, Q, bytes / 16, chunks, bits);
+      return super_cycles_as(A16, nb, P, Q, bytes / 16, chunks, bits);
     }
-    return super_cycles_as(A, nb, P, Q, k, bits);
+    return super_cycles_as(A, nb, P, Q, k, chunks, bits);
   }
 
   template <bool kRight>
@@ -527,6 +551,8 @@ struct Engine {
       case plan::Algo::R2C: return catanzaro();
       case plan::Algo::Skinny: return pl.steps.sk_k > 0 ? skinny21() : catanzaro();
       case plan::Algo::OnChip: return onchip();
+      case plan::Algo::Tiled21:
+      case plan::Algo::Tiled22: return tiled();
       default: return cudaErrorNotSupported;
     }
   }
