@@ -2,8 +2,8 @@
 
 Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, plus a sample of 1-, 2- and
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
-directions, fp32 and fp64); beside those, batched (B, m, n) matrices as models hold them (fp32 and bf16; not a
-target group of the issue). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
+directions, fp32 and fp64); beside those (not target groups of the issue), batched (B, m, n) matrices as models
+hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields and shapes with one side a multiple of the other (fp32). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
 (2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
 twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
 tensors) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as triton's do_bench measures);
@@ -174,6 +174,30 @@ def batched_shapes(rng, count):
     return out
 
 
+def medium_shapes(rng, count):
+    """Beside the issue's groups: AoS <-> SoA with more fields than the skinny workload, fields log-uniform in
+    [65, 1024], rows log-uniform in [1e4, 1e6) (at most 2^27 elements), both directions."""
+    out = []
+    while len(out) < 2 * count:
+        f = int(2 ** rng.uniform(math.log2(65), 10))
+        rows = int(10 ** rng.uniform(4, 6))
+        if rows * f <= (1 << 27) and rows > f:
+            out += [((rows, f), "aos_to_soa"), ((f, rows), "soa_to_aos")]
+    return out
+
+
+def divisor_shapes(rng, count):
+    """Beside the issue's groups: one side a multiple of the other (q g x g tiles), g a power of two in [64, 4096]
+    for half of them and uniform in [65, 4096) for the rest, q in [2, 16], at most 2^27 elements, tall or wide."""
+    out = []
+    while len(out) < count:
+        g = (1 << rng.randrange(6, 13)) if len(out) % 2 == 0 else rng.randrange(65, 4096)
+        q = rng.randrange(2, 17)
+        if q * g * g <= (1 << 27):
+            out.append((q * g, g) if rng.random() < 0.5 else (g, q * g))
+    return out
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -194,8 +218,9 @@ def plots(results, outdir, copy_gbs, suffix=""):
     made = []
     groups = [("general_fp32", "general fp32"), ("general_fp64", "general fp64"), ("prime_fp32", "prime x prime fp32"),
               ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64"),
-              ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16")]
-    fig, axes = plt.subplots(3, 3, figsize=(15, 12))
+              ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16"),
+              ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32")]
+    fig, axes = plt.subplots(4, 3, figsize=(15, 16))
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
     for ax, (k, title) in zip(axes.flat, groups):
@@ -230,6 +255,8 @@ def main():
     ap.add_argument("--skinny", type=int, default=24)
     ap.add_argument("--primes", type=int, default=24)
     ap.add_argument("--batched", type=int, default=24)
+    ap.add_argument("--medium", type=int, default=12)
+    ap.add_argument("--divisor", type=int, default=16)
     ap.add_argument("--no-largest", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated groups or group prefixes to run (e.g. skinny, "
                     "skinny_fp32,prime_fp64)")
@@ -254,6 +281,8 @@ def main():
         skinny.append(((f, rows), "soa_to_aos"))
     # Its own generator, so that the groups above keep the shapes of earlier runs.
     batched = batched_shapes(random.Random(args.seed + 1), 6 if args.quick else args.batched)
+    medium = medium_shapes(random.Random(args.seed + 2), 3 if args.quick else args.medium)
+    divisor = divisor_shapes(random.Random(args.seed + 3), 4 if args.quick else args.divisor)
     t0 = time.time()
     copy_gbs = copy_bandwidth(reps)
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
@@ -286,6 +315,8 @@ def main():
     run("skinny_fp64", skinny, 8)
     run("batched_fp32", batched, 4)
     run("batched_bf16", batched, 2)
+    run("medium_fp32", medium, 4)
+    run("divisor_fp32", divisor, 4)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

@@ -119,7 +119,7 @@ def test_forced_algorithms(esize, algorithm):
         rows, cols = shape[-2], shape[-1]
         applies = {
             "c2r": True, "r2c": True, "square": rows == cols,
-            "skinny": 2 <= min(rows, cols) <= 64 and max(rows, cols) > min(rows, cols),
+            "skinny": 2 <= min(rows, cols) <= 1024 and max(rows, cols) > min(rows, cols),
         }[algorithm] or rows == 1 or cols == 1
         if not applies:
             with pytest.raises(RuntimeError, match="transpose_"):
@@ -285,13 +285,13 @@ def test_tiled_forced_random_shapes(esize):
 
 
 def test_tiled_is_auto_and_explains():
-    # Auto where the short side (over the skinny range, a super-element of at least 256 bytes) divides the long one
+    # Auto where the short side (past the skinny range, a super-element of at least 256 bytes) divides the long one
     # and the tensor is too large for the on-chip plan; the explanation names the steps; TORCH_INPLACE_GPU_TILED=0
     # gives those shapes to Catanzaro, with the same bytes.
     for shape, esize, algorithm in [((8192, 2048), 4, "tiled21"), ((2048, 8192), 4, "tiled22"),
                                     ((3, 2048, 4096), 4, "tiled22"), ((12000, 4000), 4, "tiled21"),
                                     ((777, 777 * 9), 8, "tiled22"), ((1000 * 40, 1000), 2, "tiled21"),
-                                    ((600, 600 * 60), 16, "tiled22"), ((65, 65 * 20000), 4, "tiled22")]:
+                                    ((600, 600 * 60), 16, "tiled22"), ((512, 512 * 300), 4, "tiled22")]:
         p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
         assert p.algorithm == algorithm, (shape, esize, p.explanation)
         assert "tile-pair swaps" in p.explanation and "cycle following" in p.explanation, p.explanation
@@ -389,6 +389,41 @@ def test_skinny_plan_explains():
     with env(**NO_ONCHIP):
         p = torch_inplace.plan((4096 * 25, 7), torch.float32, "cuda")
     assert p.algorithm == "skinny" and "two passes" in p.explanation, p.explanation
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_skinny_forced_short_sides_over_64(esize):
+    # Sequence 2.1 forced for short sides 65..1024 (auto while a row holds <= 1600 bytes): narrower k x F tiles,
+    # super-elements over 2 KiB in slices where k divides N, the cut where it does not, both directions, batches.
+    rng = random.Random(77 + esize)
+    for F in (65, 100, 129, 200, 333, 512, 1024):
+        N = rng.randint(F + 1, 6000)
+        for shape in ((N, F), (F, N), (2, N, F)):
+            check(shape, esize, "skinny")
+    for F in (65, 97):
+        check((F * 256 * 3, F), esize, "skinny")  # k | N
+    with pytest.raises(RuntimeError, match="skinny"):
+        torch_inplace.plan((3000, 1025), DTYPES[esize], "cuda", algorithm="skinny")
+    with env(TORCH_INPLACE_GPU_SKINNY_MAX_BYTES="100000", **NO_ONCHIP):
+        p = torch_inplace.plan((300, 100003), DTYPES[esize], "cuda")
+        assert p.algorithm == "skinny" and "short side 300 (SoA -> AoS)" in p.explanation, p.explanation
+        check((200, 20011), esize)
+    # auto past 64 elements while a row of the short side holds at most 1600 bytes
+    F = 1600 // esize if esize > 1 else 1000
+    assert torch_inplace.plan((100003, F), DTYPES[esize], "cuda").algorithm == "skinny"
+    assert torch_inplace.plan((100003, 2048 // esize + 1), DTYPES[esize], "cuda").algorithm != "skinny"
+
+
+def test_skinny_ahead_of_catanzaro_off_the_grid():
+    # Short sides past 1600 bytes (up to 1024 elements) take sequence 2.1 where Catanzaro's columns are too long for
+    # the whole GPU's shared memory; where they fit, Catanzaro stays; TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 turns it off.
+    for shape in [(167726, 795), (795, 167726)]:
+        p = torch_inplace.plan(shape, torch.float32, "cuda")
+        assert p.algorithm == "skinny" and "ahead of Catanzaro" in p.explanation, p.explanation
+        check(shape, 4)
+    assert torch_inplace.plan((66520, 519), torch.float32, "cuda").algorithm in ("c2r", "r2c")
+    with env(TORCH_INPLACE_GPU_SKINNY_OFF_GRID="0"):
+        assert torch_inplace.plan((167726, 795), torch.float32, "cuda").algorithm in ("c2r", "r2c")
 
 
 def test_skinny_over_2_31_elements():

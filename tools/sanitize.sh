@@ -92,9 +92,12 @@ for shape, es in (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 
     bad += not ok
     print({"onchip_waves": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
 # Tiled sequences 2.1 / 2.2 (the short side divides the long one: tiles swapped in place, super-elements by cycle
-# following): one slice and several (the last one shorter), 16-byte units and elements, batches; once, with defaults.
+# following): one slice and several (the last one shorter), 16-byte units and elements, batches; and the skinny path
+# past 64 fields; once, with defaults.
 for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled22"), ((777 * 3, 777), 8, "tiled21"),
-                        ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22")):
+                        ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22"),
+                        # skinny past 64 fields: a cut and k | N, both directions
+                        ((3001, 100), 4, "skinny"), ((100, 256 * 12), 8, "skinny"), ((700, 5003), 2, "skinny")):
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)

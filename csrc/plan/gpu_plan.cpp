@@ -40,7 +40,9 @@ namespace {
 // shape; TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
 // waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps the tiled sequences (short side dividing
-// the long one) out of auto plans. Every engine is testable.
+// the long one) out of auto plans; TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
+// TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its columns miss the whole-GPU panels. Every
+// engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -330,6 +332,22 @@ constexpr int64_t kSkinnyMaxSuperBytes = kGpuSuperMaxBytes;  // one warp's regis
 constexpr int64_t kSkinnyTileBytes = 96 * 1024;  // one k x F tile (padded) in a block's shared memory
 constexpr int64_t kSkinnyGroupBytes = 32 * 1024;  // shared memory per tile block (several short tiles)
 constexpr int64_t kSkinnyShiftChunkBytes = 64 * 256;  // ordered_shift_kernel: 64 bytes x 256 threads
+// Short sides F the GPU skinny path takes: forced up to kGpuSkinnyForcedMax (a k x F tile of at least 16 bytes a row
+// still fits); in auto plans up to kSkinnyMax, and past it while F * esize <= kGpuSkinnyAutoBytes
+// (TORCH_INPLACE_GPU_SKINNY_MAX_BYTES overrides it, for measurements). Measured on an H200 against Catanzaro, the
+// long side not a multiple of F (benchmarks/compare_plans.py, history_skinny_short_sides.log): F = 65-100 ran
+// 100-350x faster (Catanzaro 42-152 ms on 200 MB: a pathological case of its column steps), 150-400 fp32 and 200 fp64
+// 1.8-4.5x; 512 fp32 (2 KiB rows) 0.71-0.82x, 400 fp64 0.66-0.69x, 700-1000 0.33-0.60x. On divisor shapes skinny
+// also ran ahead of the tiled sequences up to 1600 bytes (1.0-2.2x) and behind them from 2 KiB (0.48-0.55x).
+constexpr int64_t kGpuSkinnyForcedMax = 1024;
+constexpr int64_t kGpuSkinnyAutoBytes = 1600;
+
+bool skinny_range(const Problem& p, Algo forced) {
+  const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
+  if (lo < 2 || hi <= lo || lo > kGpuSkinnyForcedMax) return false;
+  if (forced == Algo::Skinny || lo <= kSkinnyMax) return true;
+  return lo * p.esize <= env_int("TORCH_INPLACE_GPU_SKINNY_MAX_BYTES", kGpuSkinnyAutoBytes);
+}
 
 Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   (void)caps;
@@ -375,7 +393,7 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   plan.gpu = g;
   plan.scratch_bytes = off;
   const std::string ks = std::to_string(k), Fs = std::to_string(F);
-  plan.reason = std::string("short side <= 64 (") + (to_aos ? "SoA -> AoS" : "AoS -> SoA") +
+  plan.reason = "short side " + Fs + " (" + std::string(to_aos ? "SoA -> AoS" : "AoS -> SoA") +
                 "): sequence 2.1: " + ks + " x " + Fs + " tiles transposed on chip (010!), then the (" +
                 std::to_string(Mp) + ", " + Fs + ") super-elements of " + std::to_string(k * es) +
                 " bytes by cycle following with flag bits (100!)" +
@@ -583,10 +601,11 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(sq);
   }
   if (onchip && oc.gpu.oc_wave > 0) out.push_back(oc);
-  if (want(Algo::Skinny) && lo >= 2 && lo <= kSkinnyMax && hi > lo) {
+  if (want(Algo::Skinny) && skinny_range(p, forced)) {
     // Sequence 2.1 (tiles on chip, then super-elements by cycle following, a cut for N mod k); the older
     // Catanzaro-based variants stay reachable through TORCH_INPLACE_GPU_SKINNY=catanzaro|plain for tests.
-    if (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain") && !env_is("TORCH_INPLACE_GPU_SKINNY", "catanzaro")) {
+    if (lo > kSkinnyMax ||
+        (!env_is("TORCH_INPLACE_GPU_SKINNY", "plain") && !env_is("TORCH_INPLACE_GPU_SKINNY", "catanzaro"))) {
       out.push_back(plan_skinny21(p, caps, !tall));
     } else {
       out.push_back(plan_skinny_catanzaro(make(Algo::Skinny, !tall, ""), caps,
@@ -631,6 +650,18 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if (want(first)) add_catanzaro(make(first, first == Algo::R2C, why_first));
   if (want(second)) {
     add_catanzaro(make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction"));
+  }
+  // Columns too long for the whole GPU's shared memory (about 120k rows a panel) leave Catanzaro with the cluster or
+  // universal column engines, which ran 2-350x slower than sequence 2.1 wherever that applies (short sides up to
+  // 1024; H200, history_skinny_short_sides.log): there the skinny plan goes first.
+  if (forced == Algo::Auto && lo > kSkinnyMax && lo <= kGpuSkinnyForcedMax && hi > lo && !skinny_range(p, forced) &&
+      !env_is("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0")) {
+    const bool catanzaro_first = !out.empty() && (out.front().algo == Algo::C2R || out.front().algo == Algo::R2C);
+    if (catanzaro_first && out.front().gpu.grid_width == 0) {
+      Plan sk = plan_skinny21(p, caps, !tall);
+      sk.reason += "; ahead of Catanzaro, whose column steps would not fit the whole GPU's shared memory";
+      out.insert(out.begin(), sk);
+    }
   }
   return out;
 }

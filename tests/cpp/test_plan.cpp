@@ -361,6 +361,46 @@ TEST(GpuPlan, TiledWhereTheShortSideDividesTheLongOne) {
   EXPECT_THROW(make_plan(prob(1, 64, 64), g, Algo::Tiled22), PlanError);
 }
 
+TEST(GpuPlan, SkinnyShortSidesOver64) {
+  // Sequence 2.1 takes short sides up to 1024 when forced, each k x F tile within 96 KiB of shared memory with rows
+  // of whole 16-byte multiples.
+  const DeviceCaps g = fake_gpu();
+  for (int64_t F : {65, 200, 512, 1024}) {
+    for (int64_t es : {1, 4, 16}) {
+      const Plan pl = make_plan(prob(1, 100003, F, es), g, Algo::Skinny);
+      ASSERT_EQ(pl.algo, Algo::Skinny) << F;
+      const int64_t k = pl.gpu.sk_k;
+      EXPECT_GT(k, 0);
+      EXPECT_EQ(k * es % 16, 0) << F << " " << es;
+      EXPECT_LE((F + 1) * (k + 1) * es, 96 * 1024) << F << " " << es;
+      EXPECT_TRUE(contains(pl.reason, "short side " + std::to_string(F) + " (AoS -> SoA)")) << pl.reason;
+    }
+  }
+  EXPECT_THROW(make_plan(prob(1, 100003, 1025), g, Algo::Skinny), PlanError);
+  // Auto past 64 while a row of F elements holds at most 1600 bytes (divisor shapes included, ahead of tiled).
+  EXPECT_EQ(make_plan(prob(1, 100003, 400), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 200, 100003, 8), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 200 * 1000, 200), g).algo, Algo::Skinny);
+  EXPECT_NE(make_plan(prob(1, 100003, 512), g).algo, Algo::Skinny);
+  EXPECT_NE(make_plan(prob(1, 400, 100003, 8), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 512 * 400, 512), g).algo, Algo::Tiled21);
+  EXPECT_EQ(plan_with_knob("TORCH_INPLACE_GPU_SKINNY_MAX_BYTES", "4096", prob(1, 100003, 1000), g, Algo::Auto).algo,
+            Algo::Skinny);
+  // Past 1600 bytes, ahead of Catanzaro where its columns are too long for the whole-GPU panels (the cluster or
+  // universal column engines), behind it where they fit; not past 1024 elements.
+  const Plan off_grid = make_plan(prob(1, 167726, 795), g);
+  EXPECT_EQ(off_grid.algo, Algo::Skinny) << off_grid.reason;
+  EXPECT_TRUE(contains(off_grid.reason, "ahead of Catanzaro")) << off_grid.reason;
+  EXPECT_EQ(make_plan(prob(1, 795, 167726), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 300007, 250, 8), g).algo, Algo::Skinny);
+  const Plan on_grid = make_plan(prob(1, 66520, 519), g);
+  ASSERT_EQ(on_grid.algo, Algo::C2R) << on_grid.reason;
+  EXPECT_GT(on_grid.gpu.grid_width, 0);
+  EXPECT_NE(make_plan(prob(1, 300007, 1500), g).algo, Algo::Skinny);
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0", prob(1, 167726, 795), g, Algo::Auto).algo,
+            Algo::Skinny);
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.
