@@ -415,15 +415,27 @@ def test_skinny_forced_short_sides_over_64(esize):
 
 
 def test_skinny_ahead_of_catanzaro_off_the_grid():
-    # Short sides past 1600 bytes (up to 1024 elements) take sequence 2.1 where Catanzaro's columns are too long for
-    # the whole GPU's shared memory; where they fit, Catanzaro stays; TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 turns it off.
-    for shape in [(167726, 795), (795, 167726)]:
+    # Short sides past 1600 bytes (up to 1024 elements) take sequence 2.1 where Catanzaro's column panels would be
+    # narrower than 128 bytes in either direction that keeps its rows in shared memory; where they are full,
+    # Catanzaro stays; TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 turns it off.
+    for shape in [(460000, 700), (700, 460000)]:
         p = torch_inplace.plan(shape, torch.float32, "cuda")
         assert p.algorithm == "skinny" and "ahead of Catanzaro" in p.explanation, p.explanation
         check(shape, 4)
     assert torch_inplace.plan((66520, 519), torch.float32, "cuda").algorithm in ("c2r", "r2c")
     with env(TORCH_INPLACE_GPU_SKINNY_OFF_GRID="0"):
-        assert torch_inplace.plan((167726, 795), torch.float32, "cuda").algorithm in ("c2r", "r2c")
+        assert torch_inplace.plan((460000, 700), torch.float32, "cuda").algorithm in ("c2r", "r2c")
+
+
+def test_catanzaro_direction_off_the_grid():
+    # The first direction's columns too long for full column panels, the other's panels full with its rows in a
+    # cluster: the other direction goes first; TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps the short-side order.
+    for shape, algorithm in [((300007, 1500), "r2c"), ((1500, 300007), "c2r"), ((167726, 795), "r2c")]:
+        p = torch_inplace.plan(shape, torch.float32, "cuda")
+        assert p.algorithm == algorithm and "column panels would be narrower" in p.explanation, (shape, p.explanation)
+        check(shape, 4)
+    with env(TORCH_INPLACE_GPU_DIRECTION_GRID="0"):
+        assert torch_inplace.plan((300007, 1500), torch.float32, "cuda").algorithm == "c2r"
 
 
 def test_skinny_over_2_31_elements():

@@ -651,15 +651,43 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if (want(second)) {
     add_catanzaro(make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction"));
   }
-  // Columns too long for the whole GPU's shared memory (about 120k rows a panel) leave Catanzaro with the cluster or
-  // universal column engines, which ran 2-350x slower than sequence 2.1 wherever that applies (short sides up to
-  // 1024; H200, history_skinny_short_sides.log): there the skinny plan goes first.
+  // Where the first direction's columns are too long for full column panels (the whole-GPU panels take about 120k
+  // rows, a cluster's 128-byte panels about 3500 rows a block) and the other direction's panels are full, with its
+  // rows in shared memory or a cluster's (not global slots), the other goes first: H200, fp32 300007 x 1500 C2R
+  // (4-byte cluster panels) 20.5 ms, R2C 6.4 ms; tall shapes with 65-795 columns and 125k-770k rows ran R2C 1.2-3.0x
+  // faster too, while 1000000 x 512 and 2000000 x 300, whose R2C rows need global slots, ran it 1.5-2.7x slower
+  // (history_skinny_short_sides.log). TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps the order above.
+  auto panel_bytes_of = [&](const Plan& c) {
+    return c.gpu.grid_width > 0 ? c.gpu.grid_width * p.esize : c.gpu.col_cluster > 0 ? c.gpu.col_width * p.esize : 0;
+  };
+  if (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_DIRECTION_GRID", "0")) {
+    auto is_first = [&](const Plan& c) { return c.algo == first; };
+    auto a = std::find_if(out.begin(), out.end(), is_first);
+    auto b = std::find_if(out.begin(), out.end(), [&](const Plan& c) { return c.algo == second; });
+    if (a != out.end() && b != out.end() && panel_bytes_of(*a) < kPanelBytes &&
+        panel_bytes_of(*b) >= kPanelBytes && b->gpu.row_slots == 0) {
+      const std::string why = "; ahead of " + std::string(algo_name(first)) + ", whose column panels would be narrower";
+      for (auto it = b; it != out.end(); ++it) {
+        if (it->algo == second) it->reason = "the other Catanzaro direction" + why;
+      }
+      std::stable_partition(a, out.end(), [&](const Plan& c) { return c.algo == second; });
+    }
+  }
+  // Where Catanzaro's columns (in the direction chosen above) still only get panels narrower than 128 bytes, the
+  // cluster or universal column engines ran 2-350x slower than sequence 2.1 wherever that applies (short sides up to
+  // 1024; H200, history_skinny_short_sides.log: fp32 1000000 x 512 184 -> 5.3 ms, 500000 x 700 96 -> 3.0 ms): there
+  // the skinny plan goes first. Against full column panels it depended on the rows: split over a cluster of 3 blocks
+  // (fp32 167726 x 795, 150001 x 1024) Catanzaro ran 1.0-1.3x faster, over 5 or 8 (fp64 125001 x 400, fp32
+  // 460000 x 700) skinny ran 1.14x and 2.2x faster.
+  constexpr int64_t kSkinnyRowClusterMax = 4;
   if (forced == Algo::Auto && lo > kSkinnyMax && lo <= kGpuSkinnyForcedMax && hi > lo && !skinny_range(p, forced) &&
       !env_is("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0")) {
     const bool catanzaro_first = !out.empty() && (out.front().algo == Algo::C2R || out.front().algo == Algo::R2C);
-    if (catanzaro_first && out.front().gpu.grid_width == 0) {
+    if (catanzaro_first && (panel_bytes_of(out.front()) < kPanelBytes ||
+                            out.front().gpu.row_cluster > kSkinnyRowClusterMax)) {
       Plan sk = plan_skinny21(p, caps, !tall);
-      sk.reason += "; ahead of Catanzaro, whose column steps would not fit the whole GPU's shared memory";
+      sk.reason += "; ahead of Catanzaro, whose column panels would be narrower than " + std::to_string(kPanelBytes) +
+                   " bytes or its rows split over more than " + std::to_string(kSkinnyRowClusterMax) + " blocks";
       out.insert(out.begin(), sk);
     }
   }

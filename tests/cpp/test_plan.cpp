@@ -388,17 +388,53 @@ TEST(GpuPlan, SkinnyShortSidesOver64) {
             Algo::Skinny);
   // Past 1600 bytes, ahead of Catanzaro where its columns are too long for the whole-GPU panels (the cluster or
   // universal column engines), behind it where they fit; not past 1024 elements.
-  const Plan off_grid = make_plan(prob(1, 167726, 795), g);
+  // (Where the other direction's columns fit the panels and its rows a block or a cluster, that direction goes first
+  // instead: GpuPlan.CatanzaroDirectionOffTheGrid.)
+  const Plan off_grid = make_plan(prob(1, 460000, 700), g);
   EXPECT_EQ(off_grid.algo, Algo::Skinny) << off_grid.reason;
   EXPECT_TRUE(contains(off_grid.reason, "ahead of Catanzaro")) << off_grid.reason;
-  EXPECT_EQ(make_plan(prob(1, 795, 167726), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 700, 460000), g).algo, Algo::Skinny);
+  EXPECT_EQ(make_plan(prob(1, 1000000, 512), g).algo, Algo::Skinny);
   EXPECT_EQ(make_plan(prob(1, 300007, 250, 8), g).algo, Algo::Skinny);
   const Plan on_grid = make_plan(prob(1, 66520, 519), g);
   ASSERT_EQ(on_grid.algo, Algo::C2R) << on_grid.reason;
   EXPECT_GT(on_grid.gpu.grid_width, 0);
   EXPECT_NE(make_plan(prob(1, 300007, 1500), g).algo, Algo::Skinny);
-  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0", prob(1, 167726, 795), g, Algo::Auto).algo,
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0", prob(1, 460000, 700), g, Algo::Auto).algo,
             Algo::Skinny);
+}
+
+TEST(GpuPlan, CatanzaroDirectionOffTheGrid) {
+  // The first direction's columns too long for full column panels, the other's panels full with its rows in a
+  // cluster's shared memory: the other direction goes first (fused and unfused variants alike), saying why.
+  DeviceCaps g = fake_gpu();
+  g.max_cluster = 16;  // as an H200
+  const Plan c2r = make_plan(prob(1, 300007, 1500), g, Algo::C2R);
+  EXPECT_EQ(c2r.gpu.grid_width, 0);
+  EXPECT_LT(c2r.gpu.col_width * 4, 128);
+  const Plan tall = make_plan(prob(1, 300007, 1500), g);
+  ASSERT_EQ(tall.algo, Algo::R2C) << tall.reason;
+  EXPECT_GE(std::max(tall.gpu.grid_width, tall.gpu.col_width) * 4, 128);
+  EXPECT_GT(tall.gpu.row_cluster, 0);
+  EXPECT_TRUE(contains(tall.reason, "ahead of c2r")) << tall.reason;
+  EXPECT_EQ(make_plan(prob(1, 1500, 300007), g).algo, Algo::C2R);
+  // Skinny goes ahead only of narrow panels: against the other direction's full cluster panels, Catanzaro stays.
+  EXPECT_EQ(make_plan(prob(1, 167726, 795), g).algo, Algo::R2C);
+  EXPECT_EQ(make_plan(prob(1, 150001, 1024), g).algo, Algo::R2C);
+  EXPECT_EQ(make_plan(prob(1, 500000, 700), g).algo, Algo::Skinny);
+  // ... unless the other direction's rows would be split over more than 4 blocks of a cluster.
+  const Plan long_rows = make_plan(prob(1, 460000, 700), g);
+  ASSERT_EQ(long_rows.algo, Algo::Skinny) << long_rows.reason;
+  EXPECT_TRUE(contains(long_rows.reason, "rows split over more than 4 blocks")) << long_rows.reason;
+  EXPECT_GT(make_plan(prob(1, 460000, 700), g, Algo::R2C).gpu.row_cluster, 4);
+  EXPECT_EQ(make_plan(prob(1, 125001, 400, 8), g).algo, Algo::Skinny);
+  EXPECT_EQ(gpu_candidates(prob(1, 300007, 1500), g, Algo::Auto).back().algo, Algo::C2R);
+  // Not where both fit the panels, not where the other direction's rows need global slots, not when forced.
+  EXPECT_EQ(make_plan(prob(1, 20011, 3001), g).algo, Algo::C2R);
+  EXPECT_EQ(make_plan(prob(1, 2000003, 1500), g).algo, Algo::C2R);
+  EXPECT_EQ(make_plan(prob(1, 300007, 1500), g, Algo::C2R).algo, Algo::C2R);
+  EXPECT_EQ(plan_with_knob("TORCH_INPLACE_GPU_DIRECTION_GRID", "0", prob(1, 300007, 1500), g, Algo::Auto).algo,
+            Algo::C2R);
 }
 
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
