@@ -41,8 +41,9 @@ namespace {
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
 // waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps the tiled sequences (short side dividing
 // the long one) out of auto plans; TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
-// TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its columns miss the whole-GPU panels. Every
-// engine is testable.
+// TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its column panels are narrow, and
+// TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps Catanzaro's direction where only the other one gets full column panels.
+// Every engine is testable.
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -403,6 +404,7 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   if (to_aos) plan.reason += " (steps inverted)";
   return plan;
 }
+
 // Tiled sequences 2.1 / 2.2 (paper 000) where the short side g divides the long one, q = long / g: the matrix is q
 // g x g tiles. Tall: 010! -- each tile transposed in place by tile-pair swaps (a tile this large does not fit on
 // chip) -- then 100! of the (q, g) super-elements of g elements by cycle following with flag bits (the skinny
@@ -652,7 +654,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     add_catanzaro(make(second, second == Algo::R2C, "forced or fallback: the other Catanzaro direction"));
   }
   // Where the first direction's columns are too long for full column panels (the whole-GPU panels take about 120k
-  // rows, a cluster's 128-byte panels about 3500 rows a block) and the other direction's panels are full, with its
+  // rows, a cluster's 128-byte panels about 14k) and the other direction's panels are full, with its
   // rows in shared memory or a cluster's (not global slots), the other goes first: H200, fp32 300007 x 1500 C2R
   // (4-byte cluster panels) 20.5 ms, R2C 6.4 ms; tall shapes with 65-795 columns and 125k-770k rows ran R2C 1.2-3.0x
   // faster too, while 1000000 x 512 and 2000000 x 300, whose R2C rows need global slots, ran it 1.5-2.7x slower
@@ -661,8 +663,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     return c.gpu.grid_width > 0 ? c.gpu.grid_width * p.esize : c.gpu.col_cluster > 0 ? c.gpu.col_width * p.esize : 0;
   };
   if (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_DIRECTION_GRID", "0")) {
-    auto is_first = [&](const Plan& c) { return c.algo == first; };
-    auto a = std::find_if(out.begin(), out.end(), is_first);
+    auto a = std::find_if(out.begin(), out.end(), [&](const Plan& c) { return c.algo == first; });
     auto b = std::find_if(out.begin(), out.end(), [&](const Plan& c) { return c.algo == second; });
     if (a != out.end() && b != out.end() && panel_bytes_of(*a) < kPanelBytes &&
         panel_bytes_of(*b) >= kPanelBytes && b->gpu.row_slots == 0) {
