@@ -5,6 +5,7 @@ For each shape: the result of every algorithm is checked against x.mT; times are
 behind a sleep kernel (the GPU's time alone, bench_transpose.timed), the input refilled outside the timed region.
 
     python3 benchmarks/compare_plans.py [--reps 9] [--shapes 40x1024x1024:4,...] [--algorithms onchip,square]
+                                        [--transposable]
 """
 import argparse
 import os
@@ -27,6 +28,8 @@ def main():
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--shapes", default="", help="BxMxN:ES,... instead of the built-in list")
     ap.add_argument("--algorithms", default="onchip,square")
+    ap.add_argument("--transposable", action="store_true",
+                    help="tensors from torch_inplace.empty_transposable (storage slack for the padded plan)")
     args = ap.parse_args()
     shapes = SHAPES
     if args.shapes:
@@ -38,12 +41,17 @@ def main():
         dt = DT[es]
         src = fill_random(torch.empty(shape, dtype=dt, device="cuda"))
         want = src.mT.contiguous()
-        x = torch.empty_like(src)
+        x = (torch_inplace.empty_transposable(shape, dtype=dt, device="cuda") if args.transposable
+             else torch.empty_like(src))
         cells = []
         base = None
         for a in algos:
             try:
-                torch_inplace.plan(shape, dt, "cuda", algorithm=a)
+                if args.transposable:  # the plan depends on the storage's slack: ask with the tensor itself
+                    x.copy_(src)
+                    torch.ops.inplace._transpose_data_(x, a)
+                else:
+                    torch_inplace.plan(shape, dt, "cuda", algorithm=a)
             except RuntimeError:
                 cells.append(f"{a}: n/a")
                 continue
@@ -61,7 +69,8 @@ def main():
             base = base or ms
             cells.append(f"{a}: {ms:.3f} ({base / ms:.2f}){'' if ok else ' WRONG'}")
         expl = torch_inplace.plan(shape, dt, "cuda").explanation
-        print(f"{str(shape):20s} {es:2d}B  " + "  ".join(cells) + f"  | auto: {expl[:90]}", flush=True)
+        label = "auto without slack" if args.transposable else "auto"
+        print(f"{str(shape):20s} {es:2d}B  " + "  ".join(cells) + f"  | {label}: {expl[:90]}", flush=True)
         src = want = x = None
         torch.cuda.empty_cache()
 

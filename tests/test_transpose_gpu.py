@@ -248,9 +248,38 @@ def test_empty_transposable():
         torch_inplace.transpose_(t, algorithm="padded")
 
 
+def _storage_bytes(t):
+    return t.untyped_storage().nbytes()
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_padded_with_empty_transposable(esize):
+    # The padded path (the long side padded to a multiple of the short one inside the factory's slack, the tiled
+    # sequences, an ordered shift) forced on tall and wide matrices and back: every byte as x.mT, the slack only
+    # what padding_slack_bytes gives, a plain tensor of the same shape refused and untouched.
+    for shape in [(40013, 300), (300, 40013), (3001, 97), (97, 3001), (64 * 40 + 5, 64), (2049, 2)]:
+        t = torch_inplace.empty_transposable(shape, dtype=DTYPES[esize], device="cuda")
+        nbytes = math.prod(shape) * esize
+        assert 0 < _storage_bytes(t) - nbytes <= nbytes // 32 + esize, (shape, _storage_bytes(t))
+        src = rand_tensor(shape, esize)
+        t.copy_(src)
+        torch_inplace.transpose_(t, algorithm="padded")
+        assert same_bytes(t, src.mT), (shape, esize)
+        torch_inplace.transpose_(t, algorithm="padded")
+        assert same_bytes(t, src), (shape, esize)
+        x = src.clone()
+        with pytest.raises(RuntimeError, match="slack"):
+            torch_inplace.transpose_(x, algorithm="padded")
+        assert same_bytes(x, src)
+    with pytest.raises(RuntimeError, match="padded"):  # batches: no slack, and no padded plan
+        torch_inplace.transpose_(torch_inplace.empty_transposable((2, 4001, 97), dtype=DTYPES[esize], device="cuda"),
+                                 algorithm="padded")
+
+
 def test_unimplemented_algorithms_raise_cleanly():
-    # Not on the GPU: sequences 3.1 / 3.2, padding, cuts of general shapes; 2.1 / 2.2 only where the short side
-    # divides the long one, 2.1 for tall and 2.2 for wide matrices (test_tiled_*).
+    # Not on the GPU: sequences 3.1 / 3.2, cuts of general shapes; padding only into a storage's slack
+    # (test_padded_with_empty_transposable); 2.1 / 2.2 only where the short side divides the long one, 2.1 for tall
+    # and 2.2 for wide matrices (test_tiled_*).
     for algorithm, shape in [("tiled31", (64, 96)), ("tiled32", (64, 96)), ("padded", (64, 96)), ("cut", (64, 96)),
                              ("tiled21", (64, 96)), ("tiled22", (64, 96)), ("tiled21", (96, 64)),
                              ("tiled21", (100, 300)), ("tiled22", (300, 100)), ("tiled22", (64, 64))]:

@@ -2,7 +2,7 @@
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel (in waves too), 1/2/4/8/16-byte
-# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2; then the small LU / inverse kernels (every
+# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2, padded; then the small LU / inverse kernels (every
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only.)
@@ -101,6 +101,17 @@ for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)
+# The padded plan (tensors from empty_transposable: the padding in the storage's slack), tall and wide, there and back.
+for shape, es in (((3001, 97), 4), ((97, 3001), 8), ((2049, 2), 16), ((64 * 40 + 5, 64), 1)):
+    t = torch_inplace.empty_transposable(shape, dtype=dt[es], device="cuda")
+    src = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
+    t.copy_(src)
+    torch_inplace.transpose_(t, algorithm="padded")
+    ok = torch.equal(t.reshape(-1).view(torch.uint8), src.mT.contiguous().reshape(-1).view(torch.uint8))
+    torch_inplace.transpose_(t, algorithm="padded")
+    ok = ok and torch.equal(t.reshape(-1).view(torch.uint8), src.reshape(-1).view(torch.uint8))
+    bad += not ok
+    print({"padded": shape, "esize": es}, "ok" if ok else "WRONG", flush=True)
 if os.environ.get("TI_SANITIZE_PARTS", "all") == "transpose":
     sys.exit(1 if bad else 0)
 # Small LU / inverse kernels (and the fused inverse backward): every rows-per-lane variant (and the inverse's split

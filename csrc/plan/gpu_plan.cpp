@@ -9,7 +9,9 @@
 //   tiled21/22 (short | long)   sequence 2.1 (tall) / 2.2 (wide) with the g x g tiles swapped in place and the
 //                               super-elements of the short side g by cycle following: two passes (plan_tiled);
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
-//                               first; the other direction as a fallback.
+//                               first (or the one with full column panels); the other direction as a fallback;
+//   padded (storage slack)      the long side padded to a multiple of the short one in the slack of a tensor from
+//                               empty_transposable, then tiled (plan_padded): first only ahead of narrow panels.
 // Each Catanzaro plan picks its column-step engine (panels through the shared memory of the whole GPU, one
 // cooperative kernel per step, where a block's share of the rows is long enough; else one pass through a
 // cluster's distributed shared memory when a panel of the columns fits; else the universal reflection +
@@ -447,6 +449,49 @@ Plan plan_tiled(const Problem& p) {
   return plan;
 }
 
+// Padded (paper 000 sec. 6.2): one matrix whose storage has slack past its elements (torch_inplace.empty_transposable)
+// is padded along its long side L to Lp = ceil(L / g) * g, a multiple of the short side g, and transposed by the
+// tiled sequences above; the padding is garbage in the slack. Tall (L x g): the padded rows come for free at the end,
+// sequence 2.1 makes (g, Lp), and an ordered in-place shift packs the g rows of Lp into rows of L (the skinny cut's
+// kernel). Wide (g x L): the shift first spreads the g rows to Lp, sequence 2.2 makes (Lp, g), whose first L rows
+// are the result. Three passes; only where the padding is at most 1/kPadMaxFraction of the tensor.
+constexpr int64_t kPadMaxFraction = 32;
+
+int64_t padding_bytes(const Problem& p) {
+  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols);
+  if (p.batch != 1 || g < 2 || L <= g || L % g == 0) return 0;
+  const int64_t r = ceil_div(L, g) * g - L;
+  return r * kPadMaxFraction <= L ? r * g * p.esize : 0;
+}
+
+Plan plan_padded(const Problem& p) {
+  Plan plan;
+  plan.algo = Algo::Padded;
+  plan.problem = p;
+  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols), es = p.esize;
+  const int64_t Lp = ceil_div(L, g) * g, q = Lp / g, r = Lp - L;
+  const bool tall = p.rows > p.cols;
+  (tall ? plan.pad_rows : plan.pad_cols) = r;
+  plan.tile_m = plan.tile_n = g;
+  Plan::GpuSteps gs;
+  gs.sk_bits_off = 0;
+  int64_t off = gpu_super_bits_bytes(q * g, g * es);
+  gs.sk_chunk_off = off;
+  off += align64((ceil_div(g * L, std::max<int64_t>(1, kSkinnyShiftChunkBytes / es)) + 1) * 4);
+  plan.gpu = gs;
+  plan.scratch_bytes = off;
+  const std::string Ls = std::to_string(L), Lps = std::to_string(Lp), g_s = std::to_string(g);
+  plan.reason = "padded: the long side " + Ls + " padded to " + Lps + " = " + std::to_string(q) + " x " + g_s +
+                " in the storage's slack (" + std::to_string(r * g * es) + " bytes), then " +
+                (tall ? "sequence 2.1 (tiles swapped in place, super-elements by cycle following) and the " + g_s +
+                            " rows packed from " + Lps + " to " + Ls + " by an ordered in-place shift"
+                      : "the " + g_s + " rows spread from " + Ls + " to " + Lps +
+                            " by an ordered in-place shift and sequence 2.2 (super-elements by cycle following, "
+                            "tiles swapped in place)") +
+                "; three passes";
+  return plan;
+}
+
 // On chip (kernels/transpose/onchip.cuh): when every tile of the tensor fits in the shared memory of one block
 // per SM, one cooperative kernel reads everything, syncs the grid, and writes everything transposed -- the traffic
 // of a copy, one launch, no scratch. Tiles: side x side (a balanced split of each dim, so edge tiles waste little),
@@ -692,13 +737,33 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
       out.insert(out.begin(), sk);
     }
   }
+  // Padded: forced, or in auto plans where the storage has the slack and the first plan is still Catanzaro with
+  // column panels narrower than 128 bytes (TORCH_INPLACE_GPU_PADDED=0: never in auto plans). Measured on an H200
+  // (history_padded.log, fp32): 1000003 x 1100 34 ms against 242 (C2R, universal columns) and 1096 (R2C); but 1.6-9x
+  // slower than Catanzaro with full panels (300007 x 1500 24.5 ms against R2C's 6.4; 60001 x 1500 4.9 against 0.56):
+  // its ordered shift moves each of g rows by up to g * r elements, and a chunk waits for every chunk within reach.
+  const int64_t pad = padding_bytes(p);
+  if (pad > 0 && p.slack_bytes >= pad) {
+    const bool catanzaro_front = !out.empty() && (out.front().algo == Algo::C2R || out.front().algo == Algo::R2C);
+    if (forced == Algo::Padded) {
+      out.push_back(plan_padded(p));
+    } else if (forced == Algo::Auto && catanzaro_front && !env_is("TORCH_INPLACE_GPU_PADDED", "0") &&
+               panel_bytes_of(out.front()) < kPanelBytes) {
+      out.insert(out.begin(), plan_padded(p));
+    }
+  } else if (forced == Algo::Padded) {
+    const std::string got = "got a " + std::to_string(p.batch) + " x (" + std::to_string(p.rows) + " x " +
+                            std::to_string(p.cols) + ") tensor";
+    throw PlanError{pad == 0 ? "algorithm 'padded' applies to one matrix whose long side is at most 1/" +
+                                   std::to_string(kPadMaxFraction) + " short of a multiple of its short side; " + got
+                             : "algorithm 'padded' needs " + std::to_string(pad) +
+                                   " bytes of storage slack past the elements (torch_inplace.empty_transposable); " +
+                                   got + " with " + std::to_string(p.slack_bytes)};
+  }
   return out;
 }
 
-int64_t padding_slack_bytes(const Problem& p) {
-  (void)p;
-  return 0;  // the padded path is not implemented on the GPU yet
-}
+int64_t padding_slack_bytes(const Problem& p) { return padding_bytes(p); }  // the same either way round
 
 }  // namespace plan
 }  // namespace torch_inplace

@@ -437,6 +437,52 @@ TEST(GpuPlan, CatanzaroDirectionOffTheGrid) {
             Algo::C2R);
 }
 
+TEST(GpuPlan, PaddedIntoTheStoragesSlack) {
+  // One matrix whose long side is at most 1/32 short of a multiple of the short side: padding_slack_bytes is the
+  // padding (the same either way round), a tensor with that much slack can be forced onto the padded plan, whose
+  // scratch holds the flag bits and the shift's chunk flags; without the slack, for batches or well-padded shapes it
+  // is refused with the reason.
+  const DeviceCaps g = fake_gpu();
+  Problem p = prob(1, 40013, 300);  // Lp = 134 * 300 = 40200: 187 rows of padding
+  EXPECT_EQ(padding_slack_bytes(p), 187 * 300 * 4);
+  EXPECT_EQ(padding_slack_bytes(prob(1, 300, 40013)), 187 * 300 * 4);
+  EXPECT_EQ(padding_slack_bytes(prob(2, 40013, 300)), 0);
+  EXPECT_EQ(padding_slack_bytes(prob(1, 1009, 1013)), 0);  // 1005 of 1013 columns of padding
+  EXPECT_EQ(padding_slack_bytes(prob(1, 40200, 300)), 0);   // already a multiple
+  try {
+    make_plan(p, g, Algo::Padded);
+    ADD_FAILURE() << "no slack";
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(contains(e.message, "224400 bytes of storage slack")) << e.message;
+  }
+  EXPECT_THROW(make_plan(prob(1, 1009, 1013), g, Algo::Padded), PlanError);
+  p.slack_bytes = padding_slack_bytes(p);
+  const Plan pl = make_plan(p, g, Algo::Padded);
+  ASSERT_EQ(pl.algo, Algo::Padded);
+  EXPECT_EQ(pl.pad_rows, 187);
+  EXPECT_EQ(pl.gpu.sk_chunk_off, gpu_super_bits_bytes(134 * 300, 300 * 4));
+  EXPECT_GT(pl.scratch_bytes, pl.gpu.sk_chunk_off);
+  EXPECT_TRUE(contains(pl.reason, "padded to 40200 = 134 x 300")) << pl.reason;
+  Problem w = prob(1, 300, 40013);
+  w.slack_bytes = padding_slack_bytes(w);
+  EXPECT_EQ(make_plan(w, g, Algo::Padded).pad_cols, 187);
+  // Auto: first only ahead of Catanzaro with narrow column panels (here the skinny range takes the shape first;
+  // 300007 x 1500 has R2C with full cluster panels, 1000003 x 1100 only 4-byte ones either way).
+  EXPECT_NE(make_plan(p, g).algo, Algo::Padded);
+  DeviceCaps h = g;
+  h.max_cluster = 16;
+  Problem full = prob(1, 300007, 1500);
+  full.slack_bytes = padding_slack_bytes(full);
+  ASSERT_GT(full.slack_bytes, 0);
+  EXPECT_EQ(make_plan(full, h).algo, Algo::R2C);
+  Problem narrow = prob(1, 1000003, 1100);
+  narrow.slack_bytes = padding_slack_bytes(narrow);
+  ASSERT_GT(narrow.slack_bytes, 0);
+  const Plan np = make_plan(narrow, h);
+  EXPECT_EQ(np.algo, Algo::Padded) << np.reason;
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_PADDED", "0", narrow, h, Algo::Auto).algo, Algo::Padded);
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.

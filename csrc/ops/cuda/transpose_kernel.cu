@@ -224,6 +224,24 @@ struct Engine {
     return squares(data, g, batch * q);
   }
 
+  // ---- padded (gpu_plan.cpp plan_padded): the long side L padded to Lp = q * g in the storage's slack ----------
+  // Tall: sequence 2.1 on (Lp, g) -- the padded rows are the slack after the elements -- then the g rows of Lp packed
+  // into rows of L. Wide: the g rows of L spread to Lp, then sequence 2.2 on (g, Lp); its first L rows are the result.
+  cudaError_t padded() {
+    const int64_t g = std::min(pl.rows, pl.cols), L = std::max(pl.rows, pl.cols);
+    const int64_t q = (L + g - 1) / g, r = q * g - L;
+    unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
+    unsigned* cflags = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_chunk_off);
+    if (pl.rows > pl.cols) {
+      TI_CHECK(squares(data, g, q));
+      TI_CHECK(super_cycles(data, 1, q, g, g, bits));
+      return shift_rows<false>(data, g, L, r, cflags);
+    }
+    TI_CHECK(shift_rows<true>(data, g, L, r, cflags));
+    TI_CHECK(super_cycles(data, 1, g, q, g, bits));
+    return squares(data, g, q);
+  }
+
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
     const auto& g = pl.steps;
     const int64_t rows = pl.c2r.m * batch;
@@ -553,6 +571,7 @@ struct Engine {
       case plan::Algo::OnChip: return onchip();
       case plan::Algo::Tiled21:
       case plan::Algo::Tiled22: return tiled();
+      case plan::Algo::Padded: return padded();
       default: return cudaErrorNotSupported;
     }
   }
