@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "plan/transpose_plan.h"
@@ -335,6 +336,13 @@ constexpr int64_t kSkinnyMaxSuperBytes = kGpuSuperMaxBytes;  // one warp's regis
 constexpr int64_t kSkinnyTileBytes = 96 * 1024;  // one k x F tile (padded) in a block's shared memory
 constexpr int64_t kSkinnyGroupBytes = 32 * 1024;  // shared memory per tile block (several short tiles)
 constexpr int64_t kSkinnyShiftChunkBytes = 64 * 256;  // ordered_shift_kernel: 64 bytes x 256 threads
+
+// Scratch of the ordered in-place shift of F rows of `body` elements (ordered_shift_kernel): one flag per chunk of
+// kSkinnyShiftChunkBytes, plus the ticket.
+int64_t shift_flags_bytes(int64_t F, int64_t body, int64_t es) {
+  return align64((ceil_div(F * body, std::max<int64_t>(1, kSkinnyShiftChunkBytes / es)) + 1) * 4);
+}
+
 // Short sides F the GPU skinny path takes: forced up to kGpuSkinnyForcedMax (a k x F tile of at least 16 bytes a row
 // still fits); in auto plans up to kSkinnyMax, and past it while F * esize <= kGpuSkinnyAutoBytes
 // (TORCH_INPLACE_GPU_SKINNY_MAX_BYTES overrides it, for measurements). Measured on an H200 against Catanzaro, the
@@ -389,9 +397,8 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   if (r > 0) {
     g.sk_rem_off = off;
     off += align64(r * F * es);
-    const int64_t chunk = std::max<int64_t>(1, kSkinnyShiftChunkBytes / es);
     g.sk_chunk_off = off;
-    off += align64((ceil_div(F * Mp * k, chunk) + 1) * 4);
+    off += shift_flags_bytes(F, Mp * k, es);
   }
   plan.gpu = g;
   plan.scratch_bytes = off;
@@ -477,7 +484,7 @@ Plan plan_padded(const Problem& p) {
   gs.sk_bits_off = 0;
   int64_t off = gpu_super_bits_bytes(q * g, g * es);
   gs.sk_chunk_off = off;
-  off += align64((ceil_div(g * L, std::max<int64_t>(1, kSkinnyShiftChunkBytes / es)) + 1) * 4);
+  off += shift_flags_bytes(g, L, es);
   plan.gpu = gs;
   plan.scratch_bytes = off;
   const std::string Ls = std::to_string(L), Lps = std::to_string(Lp), g_s = std::to_string(g);
@@ -659,8 +666,8 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
                                           /*super=*/!env_is("TORCH_INPLACE_GPU_SKINNY", "plain")));
     }
   }
-  if (((forced == Algo::Auto && tiled_auto(p)) || forced == (tall ? Algo::Tiled21 : Algo::Tiled22)) &&
-      tiled_applies(p)) {
+  const Algo tiled_algo = tall ? Algo::Tiled21 : Algo::Tiled22;
+  if ((forced == Algo::Auto && tiled_auto(p)) || (forced == tiled_algo && tiled_applies(p))) {
     out.push_back(plan_tiled(p));
   }
   // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
@@ -707,6 +714,12 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   auto panel_bytes_of = [&](const Plan& c) {
     return c.gpu.grid_width > 0 ? c.gpu.grid_width * p.esize : c.gpu.col_cluster > 0 ? c.gpu.col_width * p.esize : 0;
   };
+  // The first candidate is Catanzaro with column panels narrower than kPanelBytes (or, with `row_cluster_max`, rows
+  // split over more cluster blocks than that).
+  auto catanzaro_first_narrow = [&](int64_t row_cluster_max) {
+    if (out.empty() || (out.front().algo != Algo::C2R && out.front().algo != Algo::R2C)) return false;
+    return panel_bytes_of(out.front()) < kPanelBytes || out.front().gpu.row_cluster > row_cluster_max;
+  };
   if (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_DIRECTION_GRID", "0")) {
     auto a = std::find_if(out.begin(), out.end(), [&](const Plan& c) { return c.algo == first; });
     auto b = std::find_if(out.begin(), out.end(), [&](const Plan& c) { return c.algo == second; });
@@ -728,9 +741,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   constexpr int64_t kSkinnyRowClusterMax = 4;
   if (forced == Algo::Auto && lo > kSkinnyMax && lo <= kGpuSkinnyForcedMax && hi > lo && !skinny_range(p, forced) &&
       !env_is("TORCH_INPLACE_GPU_SKINNY_OFF_GRID", "0")) {
-    const bool catanzaro_first = !out.empty() && (out.front().algo == Algo::C2R || out.front().algo == Algo::R2C);
-    if (catanzaro_first && (panel_bytes_of(out.front()) < kPanelBytes ||
-                            out.front().gpu.row_cluster > kSkinnyRowClusterMax)) {
+    if (catanzaro_first_narrow(kSkinnyRowClusterMax)) {
       Plan sk = plan_skinny21(p, caps, !tall);
       sk.reason += "; ahead of Catanzaro, whose column panels would be narrower than " + std::to_string(kPanelBytes) +
                    " bytes or its rows split over more than " + std::to_string(kSkinnyRowClusterMax) + " blocks";
@@ -744,11 +755,10 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // its ordered shift moves each of g rows by up to g * r elements, and a chunk waits for every chunk within reach.
   const int64_t pad = padding_bytes(p);
   if (pad > 0 && p.slack_bytes >= pad) {
-    const bool catanzaro_front = !out.empty() && (out.front().algo == Algo::C2R || out.front().algo == Algo::R2C);
     if (forced == Algo::Padded) {
       out.push_back(plan_padded(p));
-    } else if (forced == Algo::Auto && catanzaro_front && !env_is("TORCH_INPLACE_GPU_PADDED", "0") &&
-               panel_bytes_of(out.front()) < kPanelBytes) {
+    } else if (forced == Algo::Auto && !env_is("TORCH_INPLACE_GPU_PADDED", "0") &&
+               catanzaro_first_narrow(std::numeric_limits<int64_t>::max())) {
       out.insert(out.begin(), plan_padded(p));
     }
   } else if (forced == Algo::Padded) {
