@@ -277,10 +277,10 @@ def test_padded_with_empty_transposable(esize):
 
 
 def test_unimplemented_algorithms_raise_cleanly():
-    # Not on the GPU: sequences 3.1 / 3.2, cuts of general shapes; padding only into a storage's slack
+    # Not on the GPU: cuts of general shapes; padding only into a storage's slack
     # (test_padded_with_empty_transposable); 2.1 / 2.2 only where the short side divides the long one, 2.1 for tall
     # and 2.2 for wide matrices (test_tiled_*).
-    for algorithm, shape in [("tiled31", (64, 96)), ("tiled32", (64, 96)), ("padded", (64, 96)), ("cut", (64, 96)),
+    for algorithm, shape in [("padded", (64, 96)), ("cut", (64, 96)),
                              ("tiled21", (64, 96)), ("tiled22", (64, 96)), ("tiled21", (96, 64)),
                              ("tiled21", (100, 300)), ("tiled22", (300, 100)), ("tiled22", (64, 64))]:
         x = rand_tensor(shape, 4)
@@ -330,6 +330,61 @@ def test_tiled_is_auto_and_explains():
         assert torch_inplace.plan((8192, 2048), torch.float32, "cuda").algorithm in ("c2r", "r2c")
         check((8192, 2048), 4)
     assert torch_inplace.plan((2048, 8192), torch.float32, "cuda", algorithm="c2r").algorithm == "c2r"
+
+
+def tiled3_shapes(rng, count):
+    """(batch..., rows, cols) with factors of every kind: smooth sides (tiles up to the 48 KiB budget), one prime
+    side (1-wide tiles on that side), both prime, squares, short sides, a whole side as one tile."""
+    primes = [p for p in range(2, 3000) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+    out = []
+    for k in range(count):
+        kind = k % 6
+        if kind == 0:
+            shape = (rng.randint(2, 40) * rng.choice([8, 12, 30, 64, 100]), rng.randint(2, 40) * rng.choice([6, 16, 50, 96]))
+        elif kind == 1:
+            shape = (rng.choice(primes), rng.randint(2, 60) * 24)
+        elif kind == 2:
+            shape = (rng.choice(primes), rng.choice(primes))
+        elif kind == 3:
+            n = rng.randint(2, 50) * rng.choice([4, 6, 10])
+            shape = (n, n)
+        elif kind == 4:
+            shape = (rng.randint(2, 9), rng.randint(2, 4000))
+        else:
+            shape = (rng.randint(100, 3000), rng.randint(2, 200))
+        if rng.random() < 0.5:
+            shape = shape[::-1]
+        if k % 4 == 0:
+            shape = (rng.randint(2, 3),) + shape
+        out.append(shape)
+    return out
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("algorithm", ["tiled31", "tiled32"])
+def test_tiled3_forced_random_shapes(esize, algorithm):
+    # Sequences 3.1 / 3.2 forced on 24 random shapes per element size: every tile the planner picks (square tiles
+    # swapped in place, others through shared memory, trivial steps skipped), super-elements of one element to
+    # several 2 KiB slices, batches folded into the kernels.
+    rng = random.Random(3131 + esize + (0 if algorithm == "tiled31" else 100))
+    for shape in tiled3_shapes(rng, 24):
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm)
+        assert p.algorithm == algorithm and ("sequence 3.1" if algorithm == "tiled31" else "sequence 3.2") in \
+            p.explanation, (shape, p.explanation)
+        check(shape, esize, algorithm)
+
+
+def test_tiled3_large_and_auto_knob():
+    # Matrices of the benchmark's size range (smooth sides), both sequences, fp32 and fp64, a batch; the auto knob
+    # TORCH_INPLACE_GPU_TILED3=1 (measurements) puts them ahead of Catanzaro; by default auto never picks them.
+    for shape, esize in [((6000, 8000), 4), ((8000, 6000), 8), ((2, 3000, 4096), 4), ((19200, 1200), 4)]:
+        for algorithm in ("tiled31", "tiled32"):
+            check(shape, esize, algorithm)
+        assert torch_inplace.plan(shape, DTYPES[esize], "cuda").algorithm not in ("tiled31", "tiled32")
+    with env(TORCH_INPLACE_GPU_TILED3="1"):
+        p = torch_inplace.plan((6000, 8000), torch.float32, "cuda")
+        assert p.algorithm in ("tiled31", "tiled32"), p.explanation
+        check((6000, 8000), 4)
 
 
 def test_tiled_over_2_31_elements():

@@ -2,7 +2,7 @@
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel (in waves too), 1/2/4/8/16-byte
-# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2, padded; then the small LU / inverse kernels (every
+# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2 / 3.1 / 3.2, padded; then the small LU / inverse kernels (every
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only.)
@@ -97,7 +97,11 @@ for shape, es in (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 
 for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled22"), ((777 * 3, 777), 8, "tiled21"),
                         ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22"),
                         # skinny past 64 fields: a cut and k | N, both directions
-                        ((3001, 100), 4, "skinny"), ((100, 256 * 12), 8, "skinny"), ((700, 5003), 2, "skinny")):
+                        ((3001, 100), 4, "skinny"), ((100, 256 * 12), 8, "skinny"), ((700, 5003), 2, "skinny"),
+                        # sequences 3.1 / 3.2: shared-memory and square tiles, slices, one-element super-elements
+                        ((600, 800), 4, "tiled31"), ((2, 360, 240), 8, "tiled32"), ((96, 96 * 3), 16, "tiled31"),
+                        ((3, 120, 90), 1, "tiled32"), ((1009, 240), 4, "tiled31"), ((240, 1009), 2, "tiled32"),
+                        ((1280, 1536), 4, "tiled32")):
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)

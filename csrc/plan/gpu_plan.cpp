@@ -8,6 +8,8 @@
 //                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
 //   tiled21/22 (short | long)   sequence 2.1 (tall) / 2.2 (wide) with the g x g tiles swapped in place and the
 //                               super-elements of the short side g by cycle following: two passes (plan_tiled);
+//   tiled31/32 (forced)         sequences 3.1 / 3.2: super-elements by cycle following, m x n tiles on chip,
+//                               super-elements again (plan_tiled3; tiles by paper 000's Algorithm 2);
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first (or the one with full column panels); the other direction as a fallback;
 //   padded (storage slack)      the long side padded to a multiple of the short one in the slack of a tensor from
@@ -28,7 +30,10 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <vector>
 
+#include "plan/tiled.h"
 #include "plan/transpose_plan.h"
 
 namespace torch_inplace {
@@ -43,7 +48,8 @@ namespace {
 // shape; TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
 // waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps the tiled sequences (short side dividing
-// the long one) out of auto plans; TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
+// the long one) out of auto plans, TORCH_INPLACE_GPU_TILED3=1 lets sequences 3.1 / 3.2 into them (measurements only);
+// TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
 // TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its column panels are narrow, and
 // TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps Catanzaro's direction where only the other one gets full column panels.
 // Every engine is testable.
@@ -456,6 +462,99 @@ Plan plan_tiled(const Problem& p) {
   return plan;
 }
 
+// Tiled sequences 3.1 / 3.2 (paper 000, Table 2) for rows = Mp * m and cols = Np * n: 3.1 moves the (rows, Np)
+// super-elements of n elements by cycle following (100!), transposes the m x n tiles on chip (0010!), then moves
+// the (Mp, n) super-elements of m elements within each of the Np groups (0100!); 3.2 runs 0100! (super-elements of
+// n), the tiles, then 100! (super-elements of m). Three passes, the cycle-following ones with flag bits (the
+// skinny path's kernel), the tiles through shared memory (square tiles swapped in place). The tile follows paper
+// 000's Algorithm 2 -- factors of both sides in range, the pair that makes the most of the on-chip memory -- with
+// the cycle-following passes in mind: among divisors m of rows and n of cols whose tile (row stride n | 1) fits
+// kTiled3TileBytes, the largest shorter super-element min(m, n) first, then the largest tile. Algorithm 3's choice
+// of sequence: 3.1 where m < n (its 100! moves the longer super-elements), else 3.2. Forced only, or in auto plans
+// under TORCH_INPLACE_GPU_TILED3=1 (for measurements) where both super-elements hold at least
+// kTiledMinSuperBytes: on an H200 the better of the two took 1.05-2.7x Catanzaro's time on 16 fp32 and 12 fp64
+// shapes of the general set with such tiles (history_tiled3_vs_catanzaro.log; only fp64 17304 x 16288 ran 1.02x
+// faster): three passes over super-elements of 150-630 bytes against Catanzaro's two.
+constexpr int64_t kTiled3TileBytes = 48 * 1024;
+
+// Divisors of x up to `most`, ascending.
+std::vector<int64_t> divisors_upto(int64_t x, int64_t most) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= std::min(x, most); ++d) {
+    if (x % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+struct Tile3 {
+  int64_t m = 1, n = 1;
+};
+
+Tile3 tiled3_tile(const Problem& p) {
+  const int64_t es = p.esize, most = kTiled3TileBytes / es;
+  Tile3 best;
+  for (int64_t m : divisors_upto(p.rows, most)) {
+    for (int64_t n : divisors_upto(p.cols, most)) {
+      if (m * (n | 1) * es > kTiled3TileBytes) break;
+      const int64_t lo = std::min(m, n), best_lo = std::min(best.m, best.n);
+      if (lo > best_lo || (lo == best_lo && m * n > best.m * best.n)) best = Tile3{m, n};
+    }
+  }
+  return best;
+}
+
+// The steps of sequence 3.1 (or 3.2) for the tile t.
+tiled::Sequence tiled3_sequence(const Problem& p, Tile3 t, bool seq31) {
+  const int64_t Mp = p.rows / t.m, Np = p.cols / t.n;
+  return seq31 ? tiled::seq_3_1(Mp, t.m, Np, t.n) : tiled::seq_3_2(Mp, t.m, Np, t.n);
+}
+
+// Flag scratch of a sequence's cycle-following steps over `batch` matrices (the steps share it, one at a time).
+int64_t sequence_bits_bytes(const tiled::Sequence& s, int64_t batch, int64_t es) {
+  int64_t most = 0;
+  for (int i = 0; i < s.num_steps; ++i) {
+    const tiled::Step& st = s.steps[i];
+    if (st.on_chip() || st.trivial()) continue;
+    most = std::max(most, gpu_super_bits_bytes(batch * st.count * st.super_elems(), st.Z * es));
+  }
+  return most;
+}
+
+bool tiled3_auto(const Problem& p, Tile3 t) {
+  return env_is("TORCH_INPLACE_GPU_TILED3", "1") && std::min(t.m, t.n) * p.esize >= kTiledMinSuperBytes &&
+         t.m < p.rows && t.n < p.cols;
+}
+
+Plan plan_tiled3(const Problem& p, Tile3 t, bool seq31) {
+  Plan plan;
+  plan.algo = seq31 ? Algo::Tiled31 : Algo::Tiled32;
+  plan.problem = p;
+  plan.tile_m = t.m;
+  plan.tile_n = t.n;
+  plan.gpu.sk_bits_off = 0;
+  plan.gpu.sk_group_bytes = kSkinnyGroupBytes;  // several small tiles per block
+  const int64_t es = p.esize, Mp = p.rows / t.m, Np = p.cols / t.n;
+  plan.scratch_bytes = sequence_bits_bytes(tiled3_sequence(p, t, seq31), p.batch, es);
+  const std::string ms = std::to_string(t.m), ns = std::to_string(t.n);
+  auto supers = [&](const std::string& shape, int64_t elems, const char* kind) {
+    return "the " + shape + " super-elements of " + std::to_string(elems * es) + " bytes by cycle following (" +
+           kind + ")";
+  };
+  const std::string tiles = "the " + ms + " x " + ns + " tiles transposed on chip (0010!)";
+  const std::string head = "rows " + std::to_string(p.rows) + " = " + std::to_string(Mp) + " x " + ms + ", cols " +
+                           std::to_string(p.cols) + " = " + std::to_string(Np) + " x " + ns + ": sequence ";
+  plan.reason = seq31 ? head + "3.1: " + supers("(" + std::to_string(p.rows) + ", " + std::to_string(Np) + ")", t.n,
+                                                "100!") +
+                            ", " + tiles + ", then " +
+                            supers(std::to_string(Np) + " x (" + std::to_string(Mp) + ", " + ns + ")", t.m, "0100!")
+                      : head + "3.2: " + supers(std::to_string(Mp) + " x (" + ms + ", " + std::to_string(Np) + ")",
+                                                t.n, "0100!") +
+                            ", " + tiles + ", then " +
+                            supers("(" + std::to_string(Mp) + ", " + std::to_string(p.cols) + ")", t.m, "100!");
+  plan.reason += "; three passes";
+  return plan;
+}
+
 // Padded (paper 000 sec. 6.2): one matrix whose storage has slack past its elements (torch_inplace.empty_transposable)
 // is padded along its long side L to Lp = ceil(L / g) * g, a multiple of the short side g, and transposed by the
 // tiled sequences above; the padding is garbage in the slack. Tall (L x g): the padded rows come for free at the end,
@@ -669,6 +768,15 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   const Algo tiled_algo = tall ? Algo::Tiled21 : Algo::Tiled22;
   if ((forced == Algo::Auto && tiled_auto(p)) || (forced == tiled_algo && tiled_applies(p))) {
     out.push_back(plan_tiled(p));
+  }
+  if (forced == Algo::Tiled31 || forced == Algo::Tiled32 ||
+      (forced == Algo::Auto && p.rows != p.cols && env_is("TORCH_INPLACE_GPU_TILED3", "1"))) {
+    const Tile3 t = tiled3_tile(p);
+    if (forced != Algo::Auto) {
+      out.push_back(plan_tiled3(p, t, forced == Algo::Tiled31));
+    } else if (tiled3_auto(p, t)) {
+      out.push_back(plan_tiled3(p, t, t.m < t.n));
+    }
   }
   // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
   // ones), except for one matrix of 4-byte elements with coprime sides up to kDirectionMeasuredMax, where C2R ran

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "plan/tiled.h"
 #include "plan/transpose_plan.h"
 
 namespace {
@@ -359,6 +360,52 @@ TEST(GpuPlan, TiledWhereTheShortSideDividesTheLongOne) {
   EXPECT_THROW(make_plan(prob(1, 100, 300), g, Algo::Tiled21), PlanError);  // wide: that is 2.2
   EXPECT_THROW(make_plan(prob(1, 300, 101), g, Algo::Tiled21), PlanError);  // 101 does not divide 300
   EXPECT_THROW(make_plan(prob(1, 64, 64), g, Algo::Tiled22), PlanError);
+}
+
+TEST(GpuPlan, TiledSequences31And32) {
+  // Forced 3.1 / 3.2 on any shape: the tile is a divisor pair m | rows, n | cols whose tile (row stride n | 1)
+  // fits 48 KiB, the larger shorter side first, then the larger tile; the flag scratch is the larger of the two
+  // cycle-following steps'. Not in auto plans unless TORCH_INPLACE_GPU_TILED3=1 (measurements).
+  const DeviceCaps g = fake_gpu();
+  const Plan p31 = make_plan(prob(1, 6000, 8000), g, Algo::Tiled31);
+  ASSERT_EQ(p31.algo, Algo::Tiled31);
+  // fp32: 48 KiB = 12288 elements; divisor pairs of 6000 / 8000 with m * (n | 1) <= 12288: the shorter side reaches
+  // 100 at most (120 x 125 or 125 x 100 would not fit), and of those 120 x 100 is the largest tile.
+  EXPECT_EQ(p31.tile_m, 120);
+  EXPECT_EQ(p31.tile_n, 100);
+  const auto s31 = torch_inplace::tiled::seq_3_1(50, 120, 80, 100);
+  EXPECT_EQ(p31.scratch_bytes, std::max(gpu_super_bits_bytes(6000 * 80, 400), gpu_super_bits_bytes(80 * 50 * 100, 480)));
+  EXPECT_EQ(s31.steps[0].X * s31.steps[0].Y, 6000 * 80);
+  EXPECT_EQ(s31.steps[2].count * s31.steps[2].X * s31.steps[2].Y, 80 * 50 * 100);
+  EXPECT_TRUE(contains(p31.reason, "rows 6000 = 50 x 120, cols 8000 = 80 x 100: sequence 3.1")) << p31.reason;
+  EXPECT_TRUE(contains(p31.reason, "the 120 x 100 tiles transposed on chip (0010!)")) << p31.reason;
+  const Plan p32 = make_plan(prob(3, 6000, 8000, 8), g, Algo::Tiled32);
+  ASSERT_EQ(p32.algo, Algo::Tiled32);
+  EXPECT_LE(p32.tile_m * (p32.tile_n | 1) * 8, 48 * 1024);
+  EXPECT_EQ(6000 % p32.tile_m, 0);
+  EXPECT_EQ(8000 % p32.tile_n, 0);
+  EXPECT_TRUE(contains(p32.reason, "sequence 3.2")) << p32.reason;
+  const auto s32 = torch_inplace::tiled::seq_3_2(6000 / p32.tile_m, p32.tile_m, 8000 / p32.tile_n, p32.tile_n);
+  EXPECT_EQ(p32.scratch_bytes,
+            std::max(gpu_super_bits_bytes(3 * s32.steps[0].count * s32.steps[0].super_elems(), p32.tile_n * 8),
+                     gpu_super_bits_bytes(3 * s32.steps[2].count * s32.steps[2].super_elems(), p32.tile_m * 8)));
+  // Prime sides: 1 x cols tiles (the tiles and one cycle-following step are trivial, the other moves single
+  // elements: slow but right); squares too.
+  const Plan prime = make_plan(prob(1, 4903, 6007), g, Algo::Tiled31);
+  EXPECT_EQ(prime.tile_m, 1);
+  EXPECT_EQ(prime.tile_n, 6007);
+  EXPECT_EQ(make_plan(prob(2, 64, 64), g, Algo::Tiled32).algo, Algo::Tiled32);
+  EXPECT_EQ(make_plan(prob(1, 1, 64), g, Algo::Tiled32).algo, Algo::Noop);
+  // A side over the tile budget takes its largest divisor within it: 1-byte 100000 x 3 -> m <= 49152 / 3.
+  const Plan u8 = make_plan(prob(1, 100000, 3, 1), g, Algo::Tiled31);
+  EXPECT_EQ(u8.tile_m, 12500);
+  EXPECT_EQ(u8.tile_n, 3);
+  // Auto: never by default; with the knob where both super-elements hold 256 bytes or more.
+  EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled31);
+  EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled32);
+  const Plan knob = plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 6000, 8000), g, Algo::Auto);
+  EXPECT_EQ(knob.algo, Algo::Tiled32) << knob.reason;  // m > n: Algorithm 3 takes 3.2
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 4903, 6007), g, Algo::Auto).algo, Algo::Tiled31);
 }
 
 TEST(GpuPlan, SkinnyShortSidesOver64) {

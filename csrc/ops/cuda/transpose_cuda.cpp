@@ -64,6 +64,8 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
   lp.cols = problem.cols;
   lp.esize = problem.esize;
   lp.c2r = pl.c2r;
+  lp.tile_m = pl.tile_m;
+  lp.tile_n = pl.tile_n;
   lp.steps = pl.gpu;
   const cudaError_t err =
       gpu::launch_transpose(lp, caps, self.data_ptr(), scratch_ptr, at::cuda::getCurrentCUDAStream());

@@ -23,6 +23,7 @@
 #include "kernels/transpose/square.cuh"
 #include "kernels/transpose/tiles.cuh"
 #include "ops/cuda/transpose_launch.h"
+#include "plan/tiled.h"
 
 #define TI_CHECK(expr)                      \
   do {                                      \
@@ -209,19 +210,44 @@ struct Engine {
     return cudaSuccess;
   }
 
-  // ---- tiled sequences 2.1 / 2.2 where the short side g divides the long one (gpu_plan.cpp plan_tiled) --------
-  // Tall (q*g) x g, sequence 2.1: 010! with g x g tiles -- q squares transposed in place -- then 100! of the
-  // (q, g) super-elements of g elements. Wide g x (q*g), sequence 2.2: the 100! first, then the squares. The batch
-  // folds into both kernels.
+  // ---- tiled sequences (plan/tiled.h): each elementary transposition of nb matrices at A ------------------------
+  // On chip (010! / 0010!): square tiles swapped in place by tile pairs (whatever their size), other tiles through
+  // shared memory (the planner keeps them within a block's). Cycle following (100! / 0100!): the super-elements with
+  // flag bits in `bits` (cleared by each step). Matrices and problems are contiguous, so the batch multiplies count.
+  cudaError_t run_step(const tiled::Step& s, T* A, int64_t nb, unsigned* bits) {
+    if (s.trivial()) return cudaSuccess;
+    const int64_t count = nb * s.count;
+    if (s.on_chip()) return s.X == s.Y ? squares(A, s.X, count) : group_tiles(A, count, s.X, s.Y);
+    return super_cycles(A, count, s.X, s.Y, s.Z, bits);
+  }
+
+  cudaError_t run_sequence(const tiled::Sequence& seq, T* A, int64_t nb, unsigned* bits) {
+    for (int i = 0; i < seq.num_steps; ++i) TI_CHECK(run_step(seq.steps[i], A, nb, bits));
+    return cudaSuccess;
+  }
+
+  // Sequence 2.1 for a tall (q*g) x g matrix -- 010! on the q g x g tiles (swapped in place), then 100! of the
+  // (q, g) super-elements of g elements -- or 2.2 for a wide g x (q*g) one (the same steps the other way round).
+  static tiled::Sequence divisor_sequence(bool tall, int64_t q, int64_t g) {
+    return tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g);
+  }
+
+  // Tiled21 / Tiled22 where the short side g divides the long one (gpu_plan.cpp plan_tiled); the batch folds into
+  // both kernels.
   cudaError_t tiled() {
     const int64_t g = std::min(pl.rows, pl.cols), q = std::max(pl.rows, pl.cols) / g;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
-    if (pl.rows > pl.cols) {
-      TI_CHECK(squares(data, g, batch * q));      // (q, g, g) -> (q, g, g)^T per tile
-      return super_cycles(data, batch, q, g, g, bits);  // (q, g, g) -> (g, q, g)
-    }
-    TI_CHECK(super_cycles(data, batch, g, q, g, bits));  // (g, q, g) -> (q, g, g)
-    return squares(data, g, batch * q);
+    return run_sequence(divisor_sequence(pl.rows > pl.cols, q, g), data, batch, bits);
+  }
+
+  // Tiled31 / Tiled32 (gpu_plan.cpp plan_tiled3): rows = Mp * m, cols = Np * n.
+  cudaError_t tiled3() {
+    const int64_t m = pl.tile_m, n = pl.tile_n;
+    if (m <= 0 || n <= 0 || pl.rows % m != 0 || pl.cols % n != 0) return cudaErrorInvalidValue;
+    const int64_t Mp = pl.rows / m, Np = pl.cols / n;
+    const auto seq = static_cast<plan::Algo>(pl.algo) == plan::Algo::Tiled31 ? tiled::seq_3_1(Mp, m, Np, n)
+                                                                           : tiled::seq_3_2(Mp, m, Np, n);
+    return run_sequence(seq, data, batch, reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off));
   }
 
   // ---- padded (gpu_plan.cpp plan_padded): the long side L padded to Lp = q * g in the storage's slack ----------
@@ -230,16 +256,15 @@ struct Engine {
   cudaError_t padded() {
     const int64_t g = std::min(pl.rows, pl.cols), L = std::max(pl.rows, pl.cols);
     const int64_t q = (L + g - 1) / g, r = q * g - L;
+    const bool tall = pl.rows > pl.cols;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
     unsigned* cflags = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_chunk_off);
-    if (pl.rows > pl.cols) {
-      TI_CHECK(squares(data, g, q));
-      TI_CHECK(super_cycles(data, 1, q, g, g, bits));
+    if (tall) {
+      TI_CHECK(run_sequence(divisor_sequence(true, q, g), data, 1, bits));
       return shift_rows<false>(data, g, L, r, cflags);
     }
     TI_CHECK(shift_rows<true>(data, g, L, r, cflags));
-    TI_CHECK(super_cycles(data, 1, g, q, g, bits));
-    return squares(data, g, q);
+    return run_sequence(divisor_sequence(false, q, g), data, 1, bits);
   }
 
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
@@ -571,6 +596,8 @@ struct Engine {
       case plan::Algo::OnChip: return onchip();
       case plan::Algo::Tiled21:
       case plan::Algo::Tiled22: return tiled();
+      case plan::Algo::Tiled31:
+      case plan::Algo::Tiled32: return tiled3();
       case plan::Algo::Padded: return padded();
       default: return cudaErrorNotSupported;
     }

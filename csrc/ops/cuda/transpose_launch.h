@@ -20,6 +20,7 @@ struct LaunchPlan {
   bool r2c = false;               // Catanzaro direction
   int64_t batch = 1, rows = 0, cols = 0, esize = 4;
   c2r::Params c2r;
+  int64_t tile_m = 0, tile_n = 0;  // tiled sequences 3.1 / 3.2: rows = (rows / tile_m) * tile_m, cols likewise
   plan::Plan::GpuSteps steps;
 };
 
