@@ -466,16 +466,16 @@ Plan plan_tiled(const Problem& p) {
 // super-elements of n elements by cycle following (100!), transposes the m x n tiles on chip (0010!), then moves
 // the (Mp, n) super-elements of m elements within each of the Np groups (0100!); 3.2 runs 0100! (super-elements of
 // n), the tiles, then 100! (super-elements of m). Three passes, the cycle-following ones with flag bits (the
-// skinny path's kernel), the tiles through shared memory (square tiles swapped in place). The tile follows paper
-// 000's Algorithm 2 -- factors of both sides in range, the pair that makes the most of the on-chip memory -- with
-// the cycle-following passes in mind: among divisors m of rows and n of cols whose tile (row stride n | 1) fits
-// kTiled3TileBytes, the largest shorter super-element min(m, n) first, then the largest tile. Algorithm 3's choice
-// of sequence: 3.1 where m < n (its 100! moves the longer super-elements), else 3.2. Forced only, or in auto plans
-// under TORCH_INPLACE_GPU_TILED3=1 (for measurements) where both super-elements hold at least
-// kTiledMinSuperBytes: on an H200 the better of the two took 1.05-2.7x Catanzaro's time on 16 fp32 and 12 fp64
-// shapes of the general set with such tiles (history_tiled3_vs_catanzaro.log; only fp64 17304 x 16288 ran 1.02x
-// faster): three passes over super-elements of 150-630 bytes against Catanzaro's two.
-constexpr int64_t kTiled3TileBytes = 48 * 1024;
+// skinny path's kernel). The tile follows paper 000's Algorithm 2 -- factors of both sides in range, the pair that
+// makes the most of the on-chip memory -- with the cycle-following passes in mind: among divisors m of rows and n
+// of cols whose tile goes through shared memory (gpu_tile_in_smem), and square tiles of a common divisor of up to
+// kGpuSquareTileMaxBytes a side (swapped in place by tile pairs, as in sequences 2.1 / 2.2), the largest shorter
+// super-element min(m, n) first, then the largest tile. Algorithm 3's choice of sequence: 3.1 where m < n (its 100!
+// moves the longer super-elements), else 3.2. Forced only, or in auto plans under TORCH_INPLACE_GPU_TILED3=1 (for
+// measurements) where both super-elements hold at least kTiledMinSuperBytes: on an H200 the better of the two took
+// 1.05-2.7x Catanzaro's time on 16 fp32 and 12 fp64 shapes of the general set with shared-memory tiles
+// (history_tiled3_vs_catanzaro.log; only fp64 17304 x 16288 ran 1.02x faster): three passes over super-elements of
+// 150-630 bytes against Catanzaro's two.
 
 // Divisors of x up to `most`, ascending.
 std::vector<int64_t> divisors_upto(int64_t x, int64_t most) {
@@ -491,15 +491,19 @@ struct Tile3 {
 };
 
 Tile3 tiled3_tile(const Problem& p) {
-  const int64_t es = p.esize, most = kTiled3TileBytes / es;
+  const int64_t es = p.esize, most = kGpuTileBytes / es;
   Tile3 best;
+  auto consider = [&](int64_t m, int64_t n) {
+    const int64_t lo = std::min(m, n), best_lo = std::min(best.m, best.n);
+    if (lo > best_lo || (lo == best_lo && m * n > best.m * best.n)) best = Tile3{m, n};
+  };
   for (int64_t m : divisors_upto(p.rows, most)) {
     for (int64_t n : divisors_upto(p.cols, most)) {
-      if (m * (n | 1) * es > kTiled3TileBytes) break;
-      const int64_t lo = std::min(m, n), best_lo = std::min(best.m, best.n);
-      if (lo > best_lo || (lo == best_lo && m * n > best.m * best.n)) best = Tile3{m, n};
+      if (!gpu_tile_in_smem(m, n, es)) break;
+      consider(m, n);
     }
   }
+  for (int64_t d : divisors_upto(std::gcd(p.rows, p.cols), kGpuSquareTileMaxBytes / es)) consider(d, d);
   return best;
 }
 
@@ -540,7 +544,9 @@ Plan plan_tiled3(const Problem& p, Tile3 t, bool seq31) {
     return "the " + shape + " super-elements of " + std::to_string(elems * es) + " bytes by cycle following (" +
            kind + ")";
   };
-  const std::string tiles = "the " + ms + " x " + ns + " tiles transposed on chip (0010!)";
+  const std::string tiles = "the " + ms + " x " + ns +
+                            (gpu_tile_in_smem(t.m, t.n, es) ? " tiles transposed on chip (0010!)"
+                                                            : " tiles swapped in place by tile pairs (0010!)");
   const std::string head = "rows " + std::to_string(p.rows) + " = " + std::to_string(Mp) + " x " + ms + ", cols " +
                            std::to_string(p.cols) + " = " + std::to_string(Np) + " x " + ns + ": sequence ";
   plan.reason = seq31 ? head + "3.1: " + supers("(" + std::to_string(p.rows) + ", " + std::to_string(Np) + ")", t.n,

@@ -150,6 +150,13 @@ inline int64_t gpu_super_bits_bytes(int64_t supers, int64_t bytes) {
   return (supers * gpu_super_slices(bytes) + 511) / 512 * 64;
 }
 
+// GPU tiled sequences 3.1 / 3.2: a tile goes through one block's shared memory (group_tiles_kernel, row stride
+// n | 1) when it fits kGpuTileBytes; larger ones are square and swapped in place by tile pairs, with sides up to
+// kGpuSquareTileMaxBytes.
+constexpr int64_t kGpuTileBytes = 48 * 1024;
+constexpr int64_t kGpuSquareTileMaxBytes = 4096;
+inline bool gpu_tile_in_smem(int64_t m, int64_t n, int64_t esize) { return m * (n | 1) * esize <= kGpuTileBytes; }
+
 // Slack bytes (past the elements) that empty_transposable gives a tensor so that GPU transposes of it, either
 // way round, can take the padded path (gpu_plan.cpp); 0 where padding never helps.
 int64_t padding_slack_bytes(const Problem& p);

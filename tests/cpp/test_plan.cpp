@@ -364,28 +364,37 @@ TEST(GpuPlan, TiledWhereTheShortSideDividesTheLongOne) {
 
 TEST(GpuPlan, TiledSequences31And32) {
   // Forced 3.1 / 3.2 on any shape: the tile is a divisor pair m | rows, n | cols whose tile (row stride n | 1)
-  // fits 48 KiB, the larger shorter side first, then the larger tile; the flag scratch is the larger of the two
-  // cycle-following steps'. Not in auto plans unless TORCH_INPLACE_GPU_TILED3=1 (measurements).
+  // fits 48 KiB of shared memory, or a square of a common divisor up to 4 KiB a side (swapped in place), the larger
+  // shorter side first, then the larger tile; the flag scratch is the larger of the two cycle-following steps'. Not
+  // in auto plans unless TORCH_INPLACE_GPU_TILED3=1 (measurements).
   const DeviceCaps g = fake_gpu();
-  const Plan p31 = make_plan(prob(1, 6000, 8000), g, Algo::Tiled31);
+  const Plan p31 = make_plan(prob(1, 6000, 8001), g, Algo::Tiled31);
   ASSERT_EQ(p31.algo, Algo::Tiled31);
-  // fp32: 48 KiB = 12288 elements; divisor pairs of 6000 / 8000 with m * (n | 1) <= 12288: the shorter side reaches
-  // 100 at most (120 x 125 or 125 x 100 would not fit), and of those 120 x 100 is the largest tile.
-  EXPECT_EQ(p31.tile_m, 120);
-  EXPECT_EQ(p31.tile_n, 100);
-  const auto s31 = torch_inplace::tiled::seq_3_1(50, 120, 80, 100);
-  EXPECT_EQ(p31.scratch_bytes, std::max(gpu_super_bits_bytes(6000 * 80, 400), gpu_super_bits_bytes(80 * 50 * 100, 480)));
-  EXPECT_EQ(s31.steps[0].X * s31.steps[0].Y, 6000 * 80);
-  EXPECT_EQ(s31.steps[2].count * s31.steps[2].X * s31.steps[2].Y, 80 * 50 * 100);
-  EXPECT_TRUE(contains(p31.reason, "rows 6000 = 50 x 120, cols 8000 = 80 x 100: sequence 3.1")) << p31.reason;
-  EXPECT_TRUE(contains(p31.reason, "the 120 x 100 tiles transposed on chip (0010!)")) << p31.reason;
-  const Plan p32 = make_plan(prob(3, 6000, 8000, 8), g, Algo::Tiled32);
+  // fp32, gcd 3: divisor pairs of 6000 / 8001 (= 9 * 7 * 127) with m * (n | 1) <= 12288 elements; 80 x 127 is the
+  // first whose shorter side reaches 80 (none reaches more: 96 does not divide 6000, 100 x 127 is too large).
+  EXPECT_EQ(p31.tile_m, 80);
+  EXPECT_EQ(p31.tile_n, 127);
+  const auto s31 = torch_inplace::tiled::seq_3_1(75, 80, 63, 127);
+  EXPECT_EQ(p31.scratch_bytes,
+            std::max(gpu_super_bits_bytes(6000 * 63, 127 * 4), gpu_super_bits_bytes(63 * 75 * 127, 80 * 4)));
+  EXPECT_EQ(s31.steps[0].X * s31.steps[0].Y, 6000 * 63);
+  EXPECT_EQ(s31.steps[2].count * s31.steps[2].X * s31.steps[2].Y, 63 * 75 * 127);
+  EXPECT_TRUE(contains(p31.reason, "rows 6000 = 75 x 80, cols 8001 = 63 x 127: sequence 3.1")) << p31.reason;
+  EXPECT_TRUE(contains(p31.reason, "the 80 x 127 tiles transposed on chip (0010!)")) << p31.reason;
+  // A large common divisor: square tiles of up to 1024 fp32 elements a side (gcd 2000: 1000 x 1000).
+  const Plan sq = make_plan(prob(1, 6000, 8000), g, Algo::Tiled31);
+  EXPECT_EQ(sq.tile_m, 1000);
+  EXPECT_EQ(sq.tile_n, 1000);
+  EXPECT_FALSE(gpu_tile_in_smem(1000, 1000, 4));
+  EXPECT_TRUE(contains(sq.reason, "the 1000 x 1000 tiles swapped in place by tile pairs (0010!)")) << sq.reason;
+  EXPECT_EQ(make_plan(prob(1, 8192, 6144, 8), g, Algo::Tiled32).tile_m, 512);
+  const Plan p32 = make_plan(prob(3, 6000, 8001, 8), g, Algo::Tiled32);
   ASSERT_EQ(p32.algo, Algo::Tiled32);
   EXPECT_LE(p32.tile_m * (p32.tile_n | 1) * 8, 48 * 1024);
   EXPECT_EQ(6000 % p32.tile_m, 0);
-  EXPECT_EQ(8000 % p32.tile_n, 0);
+  EXPECT_EQ(8001 % p32.tile_n, 0);
   EXPECT_TRUE(contains(p32.reason, "sequence 3.2")) << p32.reason;
-  const auto s32 = torch_inplace::tiled::seq_3_2(6000 / p32.tile_m, p32.tile_m, 8000 / p32.tile_n, p32.tile_n);
+  const auto s32 = torch_inplace::tiled::seq_3_2(6000 / p32.tile_m, p32.tile_m, 8001 / p32.tile_n, p32.tile_n);
   EXPECT_EQ(p32.scratch_bytes,
             std::max(gpu_super_bits_bytes(3 * s32.steps[0].count * s32.steps[0].super_elems(), p32.tile_n * 8),
                      gpu_super_bits_bytes(3 * s32.steps[2].count * s32.steps[2].super_elems(), p32.tile_m * 8)));
@@ -404,7 +413,7 @@ TEST(GpuPlan, TiledSequences31And32) {
   EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled31);
   EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled32);
   const Plan knob = plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 6000, 8000), g, Algo::Auto);
-  EXPECT_EQ(knob.algo, Algo::Tiled32) << knob.reason;  // m > n: Algorithm 3 takes 3.2
+  EXPECT_EQ(knob.algo, Algo::Tiled32) << knob.reason;  // m == n (1000): Algorithm 3 takes 3.2
   EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 4903, 6007), g, Algo::Auto).algo, Algo::Tiled31);
 }
 

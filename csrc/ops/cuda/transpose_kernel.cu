@@ -211,18 +211,23 @@ struct Engine {
   }
 
   // ---- tiled sequences (plan/tiled.h): each elementary transposition of nb matrices at A ------------------------
-  // On chip (010! / 0010!): square tiles swapped in place by tile pairs (whatever their size), other tiles through
-  // shared memory (the planner keeps them within a block's). Cycle following (100! / 0100!): the super-elements with
-  // flag bits in `bits` (cleared by each step). Matrices and problems are contiguous, so the batch multiplies count.
-  cudaError_t run_step(const tiled::Step& s, T* A, int64_t nb, unsigned* bits) {
+  // On chip (010! / 0010!): tiles through shared memory, or square tiles swapped in place by tile pairs -- every
+  // square one with `squares_in_place` (sequences 2.1 / 2.2), else those over plan::kGpuTileBytes (3.1 / 3.2; the
+  // planner keeps the others within it). Cycle following (100! / 0100!): the super-elements with flag bits in `bits`
+  // (cleared by each step). Matrices and problems are contiguous, so the batch multiplies count.
+  cudaError_t run_step(const tiled::Step& s, T* A, int64_t nb, unsigned* bits, bool squares_in_place) {
     if (s.trivial()) return cudaSuccess;
     const int64_t count = nb * s.count;
-    if (s.on_chip()) return s.X == s.Y ? squares(A, s.X, count) : group_tiles(A, count, s.X, s.Y);
+    if (s.on_chip()) {
+      const bool in_place =
+          s.X == s.Y && (squares_in_place || !plan::gpu_tile_in_smem(s.X, s.Y, static_cast<int64_t>(sizeof(T))));
+      return in_place ? squares(A, s.X, count) : group_tiles(A, count, s.X, s.Y);
+    }
     return super_cycles(A, count, s.X, s.Y, s.Z, bits);
   }
 
-  cudaError_t run_sequence(const tiled::Sequence& seq, T* A, int64_t nb, unsigned* bits) {
-    for (int i = 0; i < seq.num_steps; ++i) TI_CHECK(run_step(seq.steps[i], A, nb, bits));
+  cudaError_t run_sequence(const tiled::Sequence& seq, T* A, int64_t nb, unsigned* bits, bool squares_in_place) {
+    for (int i = 0; i < seq.num_steps; ++i) TI_CHECK(run_step(seq.steps[i], A, nb, bits, squares_in_place));
     return cudaSuccess;
   }
 
@@ -237,7 +242,7 @@ struct Engine {
   cudaError_t tiled() {
     const int64_t g = std::min(pl.rows, pl.cols), q = std::max(pl.rows, pl.cols) / g;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
-    return run_sequence(divisor_sequence(pl.rows > pl.cols, q, g), data, batch, bits);
+    return run_sequence(divisor_sequence(pl.rows > pl.cols, q, g), data, batch, bits, true);
   }
 
   // Tiled31 / Tiled32 (gpu_plan.cpp plan_tiled3): rows = Mp * m, cols = Np * n.
@@ -247,7 +252,7 @@ struct Engine {
     const int64_t Mp = pl.rows / m, Np = pl.cols / n;
     const auto seq = static_cast<plan::Algo>(pl.algo) == plan::Algo::Tiled31 ? tiled::seq_3_1(Mp, m, Np, n)
                                                                            : tiled::seq_3_2(Mp, m, Np, n);
-    return run_sequence(seq, data, batch, reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off));
+    return run_sequence(seq, data, batch, reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off), false);
   }
 
   // ---- padded (gpu_plan.cpp plan_padded): the long side L padded to Lp = q * g in the storage's slack ----------
@@ -260,11 +265,11 @@ struct Engine {
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
     unsigned* cflags = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_chunk_off);
     if (tall) {
-      TI_CHECK(run_sequence(divisor_sequence(true, q, g), data, 1, bits));
+      TI_CHECK(run_sequence(divisor_sequence(true, q, g), data, 1, bits, true));
       return shift_rows<false>(data, g, L, r, cflags);
     }
     TI_CHECK(shift_rows<true>(data, g, L, r, cflags));
-    return run_sequence(divisor_sequence(false, q, g), data, 1, bits);
+    return run_sequence(divisor_sequence(false, q, g), data, 1, bits, true);
   }
 
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
