@@ -198,6 +198,19 @@ def divisor_shapes(rng, count):
     return out
 
 
+def gcd_shapes(rng, count):
+    """Beside the issue's groups: sides a * g and b * g with a large common divisor g (a multiple of 128 in
+    [512, 4096)) and coprime a != b in [2, 12] (neither side divides the other), at most 2^27 elements: the shapes of
+    layer sizes (3072 x 5120, 7680 x 4320), where sequences 3.1 / 3.2 tile with g-sized squares."""
+    out = []
+    while len(out) < count:
+        g = 128 * rng.randrange(4, 32)
+        a, b = rng.randrange(2, 13), rng.randrange(2, 13)
+        if a != b and math.gcd(a, b) == 1 and a * b * g * g <= (1 << 27):
+            out.append((a * g, b * g))
+    return out
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -219,7 +232,8 @@ def plots(results, outdir, copy_gbs, suffix=""):
     groups = [("general_fp32", "general fp32"), ("general_fp64", "general fp64"), ("prime_fp32", "prime x prime fp32"),
               ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64"),
               ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16"),
-              ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32")]
+              ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32"),
+              ("gcd_fp32", "a large common divisor, fp32")]
     fig, axes = plt.subplots(4, 3, figsize=(15, 16))
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
@@ -257,6 +271,7 @@ def main():
     ap.add_argument("--batched", type=int, default=24)
     ap.add_argument("--medium", type=int, default=12)
     ap.add_argument("--divisor", type=int, default=16)
+    ap.add_argument("--gcd", type=int, default=16)
     ap.add_argument("--no-largest", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated groups or group prefixes to run (e.g. skinny, "
                     "skinny_fp32,prime_fp64)")
@@ -283,6 +298,7 @@ def main():
     batched = batched_shapes(random.Random(args.seed + 1), 6 if args.quick else args.batched)
     medium = medium_shapes(random.Random(args.seed + 2), 3 if args.quick else args.medium)
     divisor = divisor_shapes(random.Random(args.seed + 3), 4 if args.quick else args.divisor)
+    gcd_set = gcd_shapes(random.Random(args.seed + 4), 4 if args.quick else args.gcd)
     t0 = time.time()
     copy_gbs = copy_bandwidth(reps)
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
@@ -317,6 +333,7 @@ def main():
     run("batched_bf16", batched, 2)
     run("medium_fp32", medium, 4)
     run("divisor_fp32", divisor, 4)
+    run("gcd_fp32", gcd_set, 4)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

@@ -374,17 +374,29 @@ def test_tiled3_forced_random_shapes(esize, algorithm):
         check(shape, esize, algorithm)
 
 
-def test_tiled3_large_and_auto_knob():
-    # Matrices of the benchmark's size range (smooth sides), both sequences, fp32 and fp64, a batch; the auto knob
-    # TORCH_INPLACE_GPU_TILED3=1 (measurements) puts them ahead of Catanzaro; by default auto never picks them.
-    for shape, esize in [((6000, 8000), 4), ((8000, 6000), 8), ((2, 3000, 4096), 4), ((19200, 1200), 4)]:
+def test_tiled3_large_and_auto():
+    # Matrices of the benchmark's size range, both sequences, fp32 and fp64, a batch. Auto where the tile is a
+    # square of a common divisor of at least 1 KiB a side (swapped in place): fp32 6000 x 8000 (1000 x 1000 tiles),
+    # fp64 8000 x 6000 (500 x 500), a batch of fp32 3072 x 5120 (1024 x 1024), fp32 4096 x 11008 (256 x 256); not
+    # bf16 4096 x 11008 (512 bytes a side), with gcd 8 or a divisor side (2.1);
+    # TORCH_INPLACE_GPU_TILED3=0 gives them to Catanzaro, =1 (measurements) takes shared-memory tiles too.
+    for shape, esize, auto in [((6000, 8000), 4, True), ((8000, 6000), 8, True), ((2, 3072, 5120), 4, True),
+                               ((4096, 11008), 4, True), ((4096, 11008), 2, False), ((2, 3000, 4096), 4, False),
+                               ((19200, 1200), 4, False)]:
         for algorithm in ("tiled31", "tiled32"):
             check(shape, esize, algorithm)
-        assert torch_inplace.plan(shape, DTYPES[esize], "cuda").algorithm not in ("tiled31", "tiled32")
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert (p.algorithm in ("tiled31", "tiled32")) == auto, (shape, esize, p.explanation)
+        if auto:
+            assert "swapped in place by tile pairs" in p.explanation, p.explanation
+            assert 0 < p.scratch_bytes <= math.prod(shape) * esize // 1000 + (1 << 20)
+            check(shape, esize)
+    with env(TORCH_INPLACE_GPU_TILED3="0"):
+        assert torch_inplace.plan((6000, 8000), torch.float32, "cuda").algorithm in ("c2r", "r2c")
     with env(TORCH_INPLACE_GPU_TILED3="1"):
-        p = torch_inplace.plan((6000, 8000), torch.float32, "cuda")
-        assert p.algorithm in ("tiled31", "tiled32"), p.explanation
-        check((6000, 8000), 4)
+        p = torch_inplace.plan((6000, 8001), torch.float32, "cuda")
+        assert p.algorithm == "tiled31" and "80 x 127 tiles transposed on chip" in p.explanation, p.explanation
+        check((6000, 8001), 4)
 
 
 def test_tiled_over_2_31_elements():

@@ -8,8 +8,9 @@
 //                               TORCH_INPLACE_GPU_SKINNY=catanzaro / plain keep the older Catanzaro variants;
 //   tiled21/22 (short | long)   sequence 2.1 (tall) / 2.2 (wide) with the g x g tiles swapped in place and the
 //                               super-elements of the short side g by cycle following: two passes (plan_tiled);
-//   tiled31/32 (forced)         sequences 3.1 / 3.2: super-elements by cycle following, m x n tiles on chip,
-//                               super-elements again (plan_tiled3; tiles by paper 000's Algorithm 2);
+//   tiled31/32 (gcd-rich)       sequences 3.1 / 3.2: super-elements by cycle following, m x n tiles on chip or
+//                               swapped in place, super-elements again (plan_tiled3; tiles by paper 000's
+//                               Algorithm 2); auto where the tile is a square of a large common divisor;
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first (or the one with full column panels); the other direction as a fallback;
 //   padded (storage slack)      the long side padded to a multiple of the short one in the slack of a tensor from
@@ -47,8 +48,9 @@ namespace {
 // once); TORCH_INPLACE_GPU_DIRECTION=short keeps Catanzaro's direction on the row shuffle's short side for every
 // shape; TORCH_INPLACE_GPU_ROWS=global the global row
 // slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
-// waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps the tiled sequences (short side dividing
-// the long one) out of auto plans, TORCH_INPLACE_GPU_TILED3=1 lets sequences 3.1 / 3.2 into them (measurements only);
+// waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps every tiled sequence out of auto plans,
+// TORCH_INPLACE_GPU_TILED3=0 only sequences 3.1 / 3.2 (=1: wherever they apply, and
+// TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES their square tiles' limit, for measurements);
 // TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
 // TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its column panels are narrow, and
 // TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps Catanzaro's direction where only the other one gets full column panels.
@@ -471,11 +473,18 @@ Plan plan_tiled(const Problem& p) {
 // of cols whose tile goes through shared memory (gpu_tile_in_smem), and square tiles of a common divisor of up to
 // kGpuSquareTileMaxBytes a side (swapped in place by tile pairs, as in sequences 2.1 / 2.2), the largest shorter
 // super-element min(m, n) first, then the largest tile. Algorithm 3's choice of sequence: 3.1 where m < n (its 100!
-// moves the longer super-elements), else 3.2. Forced only, or in auto plans under TORCH_INPLACE_GPU_TILED3=1 (for
-// measurements) where both super-elements hold at least kTiledMinSuperBytes: on an H200 the better of the two took
-// 1.05-2.7x Catanzaro's time on 16 fp32 and 12 fp64 shapes of the general set with shared-memory tiles
-// (history_tiled3_vs_catanzaro.log; only fp64 17304 x 16288 ran 1.02x faster): three passes over super-elements of
-// 150-630 bytes against Catanzaro's two.
+// moves the longer super-elements), else 3.2.
+// Measured on an H200 against Catanzaro (GPU time): with shared-memory tiles (super-elements of 150-630 bytes) the
+// better sequence took 1.05-2.7x Catanzaro's time on 16 fp32 and 12 fp64 shapes of the general set
+// (history_tiled3_vs_catanzaro.log): three passes against two. With square tiles of a common divisor it ran
+// 1.04-1.55x faster than Catanzaro's better direction on 12 shapes with 4000-4096-byte sides
+// (history_tiled3_square_tiles.log), 1.0-1.5x on 14 with 1-4 KiB sides, and 1.07x / 0.97x with 512-byte sides
+// (history_tiled3_threshold.log), where Catanzaro needs its column rotation; 8 KiB sides ran as fast as 4 KiB ones.
+// So auto plans take it where the tile is such a square of at least kTiled3AutoBytes a side;
+// TORCH_INPLACE_GPU_TILED3=0 (or TORCH_INPLACE_GPU_TILED=0) never, =1 wherever both super-elements hold
+// kTiledMinSuperBytes (measurements); TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES overrides kGpuSquareTileMaxBytes
+// (measurements).
+constexpr int64_t kTiled3AutoBytes = 1024;
 
 // Divisors of x up to `most`, ascending.
 std::vector<int64_t> divisors_upto(int64_t x, int64_t most) {
@@ -503,7 +512,8 @@ Tile3 tiled3_tile(const Problem& p) {
       consider(m, n);
     }
   }
-  for (int64_t d : divisors_upto(std::gcd(p.rows, p.cols), kGpuSquareTileMaxBytes / es)) consider(d, d);
+  const int64_t square_most = env_int("TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES", kGpuSquareTileMaxBytes) / es;
+  for (int64_t d : divisors_upto(std::gcd(p.rows, p.cols), square_most)) consider(d, d);
   return best;
 }
 
@@ -524,9 +534,19 @@ int64_t sequence_bits_bytes(const tiled::Sequence& s, int64_t batch, int64_t es)
   return most;
 }
 
-bool tiled3_auto(const Problem& p, Tile3 t) {
-  return env_is("TORCH_INPLACE_GPU_TILED3", "1") && std::min(t.m, t.n) * p.esize >= kTiledMinSuperBytes &&
-         t.m < p.rows && t.n < p.cols;
+// Whether auto plans take sequence 3.1 / 3.2 for p, and with which tile (the rule above).
+bool tiled3_auto(const Problem& p, Tile3* t) {
+  if (p.rows == p.cols || p.rows < 2 || p.cols < 2 || env_is("TORCH_INPLACE_GPU_TILED3", "0") ||
+      env_is("TORCH_INPLACE_GPU_TILED", "0")) {
+    return false;
+  }
+  const bool measuring = env_is("TORCH_INPLACE_GPU_TILED3", "1");
+  // The square comes from the gcd, and shared-memory tiles never have a side this long: skip the divisor search.
+  if (!measuring && std::gcd(p.rows, p.cols) * p.esize < kTiled3AutoBytes) return false;
+  *t = tiled3_tile(p);
+  if (t->m >= p.rows || t->n >= p.cols) return false;
+  if (measuring) return std::min(t->m, t->n) * p.esize >= kTiledMinSuperBytes;
+  return t->m == t->n && !gpu_tile_in_smem(t->m, t->n, p.esize) && t->m * p.esize >= kTiled3AutoBytes;
 }
 
 Plan plan_tiled3(const Problem& p, Tile3 t, bool seq31) {
@@ -775,14 +795,11 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if ((forced == Algo::Auto && tiled_auto(p)) || (forced == tiled_algo && tiled_applies(p))) {
     out.push_back(plan_tiled(p));
   }
-  if (forced == Algo::Tiled31 || forced == Algo::Tiled32 ||
-      (forced == Algo::Auto && p.rows != p.cols && env_is("TORCH_INPLACE_GPU_TILED3", "1"))) {
-    const Tile3 t = tiled3_tile(p);
-    if (forced != Algo::Auto) {
-      out.push_back(plan_tiled3(p, t, forced == Algo::Tiled31));
-    } else if (tiled3_auto(p, t)) {
-      out.push_back(plan_tiled3(p, t, t.m < t.n));
-    }
+  Tile3 t3;
+  if (forced == Algo::Tiled31 || forced == Algo::Tiled32) {
+    out.push_back(plan_tiled3(p, tiled3_tile(p), forced == Algo::Tiled31));
+  } else if (forced == Algo::Auto && tiled3_auto(p, &t3)) {
+    out.push_back(plan_tiled3(p, t3, t3.m < t3.n));
   }
   // The direction: the row shuffle on the short side (C2R for tall matrices, R2C on the cols x rows view for wide
   // ones), except for one matrix of 4-byte elements with coprime sides up to kDirectionMeasuredMax, where C2R ran

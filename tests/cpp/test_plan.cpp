@@ -409,12 +409,32 @@ TEST(GpuPlan, TiledSequences31And32) {
   const Plan u8 = make_plan(prob(1, 100000, 3, 1), g, Algo::Tiled31);
   EXPECT_EQ(u8.tile_m, 12500);
   EXPECT_EQ(u8.tile_n, 3);
-  // Auto: never by default; with the knob where both super-elements hold 256 bytes or more.
-  EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled31);
-  EXPECT_NE(make_plan(prob(1, 6000, 8000), g).algo, Algo::Tiled32);
-  const Plan knob = plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 6000, 8000), g, Algo::Auto);
-  EXPECT_EQ(knob.algo, Algo::Tiled32) << knob.reason;  // m == n (1000): Algorithm 3 takes 3.2
+  // Auto where the tile is a square of a common divisor of at least 1 KiB a side (not on chip, not square
+  // matrices): fp32 6000 x 8000 (1000 x 1000 tiles, m == n: Algorithm 3 takes 3.2), fp64 and fp32 4096 x 11008
+  // (gcd 256: 2 and 1 KiB); not bf16 4096 x 11008 (512 bytes), nor shared-memory tiles (gcd 3);
+  // TORCH_INPLACE_GPU_TILED3=0 or TORCH_INPLACE_GPU_TILED=0: never; =1 (measurements): wherever both super-elements
+  // hold 256 bytes.
+  const Plan a = make_plan(prob(1, 6000, 8000), g);
+  EXPECT_EQ(a.algo, Algo::Tiled32) << a.reason;
+  EXPECT_EQ(a.tile_m, 1000);
+  EXPECT_EQ(make_plan(prob(2, 4096, 11008, 8), g).algo, Algo::Tiled32);
+  EXPECT_EQ(make_plan(prob(1, 4096, 11008 * 2, 4), g).algo, Algo::Tiled32);  // gcd 4096
+  EXPECT_EQ(make_plan(prob(1, 4096, 11008), g).algo, Algo::Tiled32);
+  EXPECT_NE(make_plan(prob(1, 4096, 11008, 2), g).algo, Algo::Tiled32);
+  EXPECT_NE(make_plan(prob(1, 4096, 11008, 2), g).algo, Algo::Tiled31);
+  EXPECT_NE(make_plan(prob(1, 6000, 8001), g).algo, Algo::Tiled31);
+  EXPECT_NE(make_plan(prob(1, 6000, 8001), g).algo, Algo::Tiled32);
+  EXPECT_EQ(make_plan(prob(1, 8192, 2048), g).algo, Algo::Tiled21);  // the short side divides: two passes first
+  EXPECT_EQ(make_plan(prob(1, 4096, 4096), g).algo, Algo::Square);
+  for (const char* knob : {"TORCH_INPLACE_GPU_TILED3", "TORCH_INPLACE_GPU_TILED"}) {
+    const Algo off = plan_with_knob(knob, "0", prob(1, 6000, 8000), g, Algo::Auto).algo;
+    EXPECT_TRUE(off == Algo::C2R || off == Algo::R2C) << knob;
+  }
+  const Plan knob = plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 6000, 8001), g, Algo::Auto);
+  EXPECT_EQ(knob.algo, Algo::Tiled31) << knob.reason;  // 80 x 127: m < n
   EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_TILED3", "1", prob(1, 4903, 6007), g, Algo::Auto).algo, Algo::Tiled31);
+  EXPECT_EQ(plan_with_knob("TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES", "8192", prob(1, 6000, 8000), g, Algo::Auto).tile_m,
+            2000);
 }
 
 TEST(GpuPlan, SkinnyShortSidesOver64) {
