@@ -109,7 +109,7 @@ def test_random_shapes_auto(esize, knobs):
             check(shape, esize)
 
 
-@pytest.mark.parametrize("esize", [1, 4, 8, 16])
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
 @pytest.mark.parametrize("algorithm", ["c2r", "r2c", "square", "skinny"])
 def test_forced_algorithms(esize, algorithm):
     rng = random.Random(7 * esize + len(algorithm))
@@ -133,7 +133,8 @@ def test_forced_algorithms(esize, algorithm):
         check(shape, esize, algorithm)
         ran += 1
     if algorithm == "square":
-        for s in (2, 31, 32, 33, 64, 100, 257):
+        # around the tile sides: 32 x 32 (8-, 16-byte elements), 64 x 64 (2-, 4-byte), 128 x 128 (1-byte)
+        for s in (2, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257):
             check((s, s), esize, "square")
             check((3, s, s), esize, "square")
             ran += 1

@@ -5,8 +5,8 @@
 # elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2 / 3.1 / 3.2, padded; then the small LU / inverse kernels (every
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
-# (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, skinny past 64 fields
-# and padded.)
+# (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
+# swaps, skinny past 64 fields and padded.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -105,7 +105,10 @@ for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled
                         # sequences 3.1 / 3.2: shared-memory and square tiles, slices, one-element super-elements
                         ((600, 800), 4, "tiled31"), ((2, 360, 240), 8, "tiled32"), ((96, 96 * 3), 16, "tiled31"),
                         ((3, 120, 90), 1, "tiled32"), ((1009, 240), 4, "tiled31"), ((240, 1009), 2, "tiled32"),
-                        ((1280, 1536), 4, "tiled32")):
+                        ((1280, 1536), 4, "tiled32"),
+                        # tile-pair swaps of 128 x 128 (1-byte), 64 x 64 (2-, 4-byte) and 32 x 32 tiles, partial edges
+                        ((130, 130), 1, "square"), ((2, 70, 70), 2, "square"), ((200, 200), 4, "square"),
+                        ((3, 40, 40), 16, "square")):
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)

@@ -51,6 +51,7 @@ namespace {
 // waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps every tiled sequence out of auto plans,
 // TORCH_INPLACE_GPU_TILED3=0 only sequences 3.1 / 3.2 (=1: wherever they apply, and
 // TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES their square tiles' limit, for measurements);
+// TORCH_INPLACE_GPU_SQUARE_TILE=32 keeps the tile-pair swaps at 32 x 32 tiles for every element size;
 // TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
 // TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its column panels are narrow, and
 // TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps Catanzaro's direction where only the other one gets full column panels.
@@ -900,6 +901,9 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
                              : "algorithm 'padded' needs " + std::to_string(pad) +
                                    " bytes of storage slack past the elements (torch_inplace.empty_transposable); " +
                                    got + " with " + std::to_string(p.slack_bytes)};
+  }
+  if (env_is("TORCH_INPLACE_GPU_SQUARE_TILE", "32")) {
+    for (Plan& c : out) c.gpu.sq_narrow = 1;
   }
   return out;
 }

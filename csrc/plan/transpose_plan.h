@@ -115,6 +115,7 @@ struct Plan {
     // sk_group_bytes: shared memory a tile block aims at (several short tiles per block).
     int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
     int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
+    int64_t sq_narrow = 0;  // square tile-pair swaps with 32 x 32 tiles for every element size (a measurement knob)
     // On chip (kernels/transpose/onchip.cuh): oc_tr x oc_tc tiles staged with row stride oc_s, oc_per_block
     // tiles in each of oc_grid blocks, oc_smem bytes of shared memory per block. oc_wave > 0 (a batch too large
     // for the shared memory, each matrix small enough): the kernel takes the batch oc_wave matrices at a time

@@ -1,5 +1,6 @@
 // Square matrices: swap each tile pair (bi, bj), (bj, bi) across the diagonal through shared memory, each
 // transposed on the way (diagonal tiles transpose in place). One read and one write of every element.
+// TORCH_INPLACE_GPU_SQUARE_TILE=32 (gpu_plan.cpp, for measurements) keeps 32 x 32 tiles (C = 1) for every size.
 #pragma once
 
 #include <cmath>
@@ -10,8 +11,21 @@
 namespace torch_inplace {
 namespace kernels {
 
-constexpr int kSqTile = 32;
-constexpr int kSqRows = 8;  // block is kSqTile x kSqRows threads
+constexpr int kSqTile = 32;  // a warp's width: the tile side is kSqTile * C
+constexpr int kSqRows = 8;   // block is kSqTile x kSqRows threads
+
+// Columns per lane (C): tile rows of 128 bytes for 1- and 2-byte elements, 256 for 4-byte ones, and 256 / 512 for 8
+// and 16 (C = 1); each tile pair then takes 2 * 32 * 32 * C * C / 256 elements per thread, all in flight before the
+// barrier. Staged rows are padded by sq_pad elements to 4-byte-word strides of 32 k + 1, so a warp's column reads
+// (one element per lane, rows 32 C + sq_pad apart) hit distinct banks. Static shared memory: two tiles, 16.6-33.8 KB.
+template <typename T>
+constexpr int sq_cols() {
+  return sizeof(T) == 1 ? 4 : sizeof(T) <= 4 ? 2 : 1;
+}
+template <typename T, int C>
+constexpr int sq_pad() {
+  return C == 1 || sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
+}
 
 // Upper-triangle pair p in [0, nt(nt+1)/2) -> (bi, bj), bi <= bj, row-major.
 TI_DEVICE void tri_pair(int64_t p, int64_t nt, int64_t* bi, int64_t* bj) {
@@ -24,10 +38,12 @@ TI_DEVICE void tri_pair(int64_t p, int64_t nt, int64_t* bi, int64_t* bj) {
   *bj = nt - 1 - (k - r * (r + 1) / 2);
 }
 
-template <typename T, typename U>
+// batch n x n matrices, nt = ceil(n / (kSqTile * C)) tiles a side, pairs = nt (nt + 1) / 2 tile pairs each.
+template <typename T, typename U, int C = sq_cols<T>()>
 __global__ void square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_t pairs, int64_t batch) {
-  __shared__ T s1[kSqTile][kSqTile + 1];
-  __shared__ T s2[kSqTile][kSqTile + 1];
+  constexpr int W = kSqTile * C, S = W + sq_pad<T, C>();
+  __shared__ T s1[W][S];
+  __shared__ T s2[W][S];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t nn = static_cast<int64_t>(n) * n;
   for (int64_t task = blockIdx.x; task < pairs * batch; task += gridDim.x) {
@@ -35,24 +51,32 @@ __global__ void square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_
     int64_t bi, bj;
     tri_pair(task - k * pairs, nt, &bi, &bj);
     T* A = base + k * nn;
-    const U i0 = static_cast<U>(bi * kSqTile), j0 = static_cast<U>(bj * kSqTile);
+    const U i0 = static_cast<U>(bi * W), j0 = static_cast<U>(bj * W);
     // s1 <- tile (bi, bj), s2 <- tile (bj, bi)
-    for (int r = ty; r < kSqTile; r += kSqRows) {
-      const U i = i0 + r, j = j0 + tx;
-      if (i < n && j < n) s1[r][tx] = A[static_cast<int64_t>(i) * n + j];
-      if (bi != bj) {
-        const U i2 = j0 + r, j2 = i0 + tx;
-        if (i2 < n && j2 < n) s2[r][tx] = A[static_cast<int64_t>(i2) * n + j2];
+    for (int r = ty; r < W; r += kSqRows) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int x = tx + c * kSqTile;
+        const U i = i0 + r, j = j0 + x;
+        if (i < n && j < n) s1[r][x] = A[static_cast<int64_t>(i) * n + j];
+        if (bi != bj) {
+          const U i2 = j0 + r, j2 = i0 + x;
+          if (i2 < n && j2 < n) s2[r][x] = A[static_cast<int64_t>(i2) * n + j2];
+        }
       }
     }
     __syncthreads();
-    for (int r = ty; r < kSqTile; r += kSqRows) {
-      // tile (bi, bj) row r col tx <- old (bj, bi) transposed = s2[tx][r] (diagonal: s1[tx][r])
-      const U i = i0 + r, j = j0 + tx;
-      if (i < n && j < n) A[static_cast<int64_t>(i) * n + j] = bi != bj ? s2[tx][r] : s1[tx][r];
-      if (bi != bj) {
-        const U i2 = j0 + r, j2 = i0 + tx;
-        if (i2 < n && j2 < n) A[static_cast<int64_t>(i2) * n + j2] = s1[tx][r];
+    for (int r = ty; r < W; r += kSqRows) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int x = tx + c * kSqTile;
+        // tile (bi, bj) row r col x <- old (bj, bi) transposed = s2[x][r] (diagonal: s1[x][r])
+        const U i = i0 + r, j = j0 + x;
+        if (i < n && j < n) A[static_cast<int64_t>(i) * n + j] = bi != bj ? s2[x][r] : s1[x][r];
+        if (bi != bj) {
+          const U i2 = j0 + r, j2 = i0 + x;
+          if (i2 < n && j2 < n) A[static_cast<int64_t>(i2) * n + j2] = s1[x][r];
+        }
       }
     }
     __syncthreads();
@@ -65,14 +89,20 @@ __global__ void square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_
 #ifdef TORCH_INPLACE_HIP_CHECK
 namespace torch_inplace {
 namespace kernels {
-#define TI_INST_SQ(T)                                                                        \
-  template __global__ void square_swap_kernel<T, uint32_t>(T*, uint32_t, int64_t, int64_t, int64_t); \
-  template __global__ void square_swap_kernel<T, uint64_t>(T*, uint64_t, int64_t, int64_t, int64_t);
-TI_INST_SQ(uint8_t)
-TI_INST_SQ(uint16_t)
-TI_INST_SQ(uint32_t)
-TI_INST_SQ(uint64_t)
-TI_INST_SQ(Bytes16)
+#define TI_INST_SQ(T, C)                                                                            \
+  template __global__ void square_swap_kernel<T, uint32_t, C>(T*, uint32_t, int64_t, int64_t, int64_t); \
+  template __global__ void square_swap_kernel<T, uint64_t, C>(T*, uint64_t, int64_t, int64_t, int64_t);
+TI_INST_SQ(uint8_t, 1)
+TI_INST_SQ(uint8_t, 4)
+TI_INST_SQ(uint16_t, 1)
+TI_INST_SQ(uint16_t, 2)
+TI_INST_SQ(uint32_t, 1)
+TI_INST_SQ(uint32_t, 2)
+TI_INST_SQ(uint64_t, 1)
+TI_INST_SQ(Bytes16, 1)
+static_assert(sq_cols<uint8_t>() == 4 && sq_cols<uint16_t>() == 2 && sq_cols<uint32_t>() == 2 &&
+                  sq_cols<uint64_t>() == 1 && sq_cols<Bytes16>() == 1,
+              "the instantiations above");
 #undef TI_INST_SQ
 }  // namespace kernels
 }  // namespace torch_inplace

@@ -201,11 +201,19 @@ struct Engine {
   cudaError_t square() { return squares(data, pl.rows, batch); }
 
   // nb consecutive n x n matrices at A, each transposed by tile-pair swaps.
+  // Tiles of kSqTile * sq_cols<T>() a side (or kSqTile with the plan's sq_narrow, a measurement knob).
   cudaError_t squares(T* A, int64_t n, int64_t nb) {
-    const int64_t nt = (n + kSqTile - 1) / kSqTile;
+    if (pl.steps.sq_narrow != 0) return squares_as<1>(A, n, nb);
+    return squares_as<sq_cols<T>()>(A, n, nb);
+  }
+
+  template <int C>
+  cudaError_t squares_as(T* A, int64_t n, int64_t nb) {
+    const int64_t W = int64_t{kSqTile} * C;
+    const int64_t nt = (n + W - 1) / W;
     const int64_t pairs = nt * (nt + 1) / 2;
     const int grid = static_cast<int>(std::min<int64_t>(pairs * nb, int64_t{caps.num_sms} * 16));
-    square_swap_kernel<T, U><<<grid, dim3(kSqTile, kSqRows), 0, stream>>>(A, static_cast<U>(n), nt, pairs, nb);
+    square_swap_kernel<T, U, C><<<grid, dim3(kSqTile, kSqRows), 0, stream>>>(A, static_cast<U>(n), nt, pairs, nb);
     TI_LAUNCH_CHECK();
     return cudaSuccess;
   }
