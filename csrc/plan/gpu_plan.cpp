@@ -433,6 +433,17 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
 // auto plans.
 constexpr int64_t kTiledMinSuperBytes = 256;
 
+// Flag scratch of a sequence's cycle-following steps over `batch` matrices (the steps share it, one at a time).
+int64_t sequence_bits_bytes(const tiled::Sequence& s, int64_t batch, int64_t es) {
+  int64_t most = 0;
+  for (int i = 0; i < s.num_steps; ++i) {
+    const tiled::Step& st = s.steps[i];
+    if (st.on_chip() || st.trivial()) continue;
+    most = std::max(most, gpu_super_bits_bytes(batch * st.count * st.super_elems(), st.Z * es));
+  }
+  return most;
+}
+
 bool tiled_applies(const Problem& p) {
   const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   return lo >= 2 && hi > lo && hi % lo == 0;
@@ -452,7 +463,7 @@ Plan plan_tiled(const Problem& p) {
   const int64_t g = std::min(p.rows, p.cols), q = std::max(p.rows, p.cols) / g, es = p.esize;
   plan.tile_m = plan.tile_n = g;
   plan.gpu.sk_bits_off = 0;
-  plan.scratch_bytes = gpu_super_bits_bytes(p.batch * q * g, g * es);
+  plan.scratch_bytes = sequence_bits_bytes(tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g), p.batch, es);
   const int64_t slices = gpu_super_slices(g * es);
   const std::string gs = std::to_string(g), qs = std::to_string(q);
   const std::string tiles = qs + " tiles of " + gs + " x " + gs + " transposed in place by tile-pair swaps (010!)";
@@ -522,17 +533,6 @@ Tile3 tiled3_tile(const Problem& p) {
 tiled::Sequence tiled3_sequence(const Problem& p, Tile3 t, bool seq31) {
   const int64_t Mp = p.rows / t.m, Np = p.cols / t.n;
   return seq31 ? tiled::seq_3_1(Mp, t.m, Np, t.n) : tiled::seq_3_2(Mp, t.m, Np, t.n);
-}
-
-// Flag scratch of a sequence's cycle-following steps over `batch` matrices (the steps share it, one at a time).
-int64_t sequence_bits_bytes(const tiled::Sequence& s, int64_t batch, int64_t es) {
-  int64_t most = 0;
-  for (int i = 0; i < s.num_steps; ++i) {
-    const tiled::Step& st = s.steps[i];
-    if (st.on_chip() || st.trivial()) continue;
-    most = std::max(most, gpu_super_bits_bytes(batch * st.count * st.super_elems(), st.Z * es));
-  }
-  return most;
 }
 
 // Whether auto plans take sequence 3.1 / 3.2 for p, and with which tile (the rule above).
@@ -608,7 +608,7 @@ Plan plan_padded(const Problem& p) {
   plan.tile_m = plan.tile_n = g;
   Plan::GpuSteps gs;
   gs.sk_bits_off = 0;
-  int64_t off = gpu_super_bits_bytes(q * g, g * es);
+  int64_t off = sequence_bits_bytes(tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g), 1, es);
   gs.sk_chunk_off = off;
   off += shift_flags_bytes(g, L, es);
   plan.gpu = gs;

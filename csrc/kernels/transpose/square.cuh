@@ -16,8 +16,9 @@ constexpr int kSqRows = 8;   // block is kSqTile x kSqRows threads
 
 // Columns per lane (C): tile rows of 128 bytes for 1- and 2-byte elements, 256 for 4-byte ones, and 256 / 512 for 8
 // and 16 (C = 1); each tile pair then takes 2 * 32 * 32 * C * C / 256 elements per thread, all in flight before the
-// barrier. Staged rows are padded by sq_pad elements to 4-byte-word strides of 32 k + 1, so a warp's column reads
-// (one element per lane, rows 32 C + sq_pad apart) hit distinct banks. Static shared memory: two tiles, 16.6-33.8 KB.
+// barrier. Staged rows of 1-, 2- and 4-byte elements are padded by sq_pad elements to 4-byte-word strides of 32 k + 1,
+// so a warp's column reads (one element per lane, rows W + sq_pad apart) hit distinct banks; 8- and 16-byte rows keep
+// one element of padding, as with C = 1 for every size. Static shared memory: two tiles, 16.6-33.8 KB.
 template <typename T>
 constexpr int sq_cols() {
   return sizeof(T) == 1 ? 4 : sizeof(T) <= 4 ? 2 : 1;
