@@ -415,7 +415,7 @@ def test_tiled_over_2_31_elements():
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
                                    NO_ONCHIP, dict(TORCH_INPLACE_GPU_COLUMNS="cluster", **NO_ONCHIP)])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
-                                   (3, 4096, 33), (2, 33, 5001), (4096, 1024), (2, 512, 2560)])
+                                   (3, 4096, 33), (2, 33, 5001), (4096, 1024), (2, 512, 2560), (3072, 5120)])
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)

@@ -5,8 +5,8 @@
 // (a local std::ostream::_M_insert<long> in the .so crashed every message built with an ostringstream).
 //
 // Stream-ordered: every step is a kernel (or a memset) on the given stream; scratch is passed in; there is no
-// synchronisation and no host round trip, so every plan (square, skinny, c2r, r2c, with either column engine)
-// can be captured in a CUDA graph.
+// synchronisation and no host round trip, so every plan (on chip, square, skinny, the tiled sequences, padded, c2r,
+// r2c, with any column engine) can be captured in a CUDA graph.
 #include <algorithm>
 #include <cstdint>
 #include <map>
