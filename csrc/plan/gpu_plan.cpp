@@ -463,7 +463,7 @@ Plan plan_tiled(const Problem& p) {
   const int64_t g = std::min(p.rows, p.cols), q = std::max(p.rows, p.cols) / g, es = p.esize;
   plan.tile_m = plan.tile_n = g;
   plan.gpu.sk_bits_off = 0;
-  plan.scratch_bytes = sequence_bits_bytes(tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g), p.batch, es);
+  plan.scratch_bytes = sequence_bits_bytes(tiled::seq_divisor(tall, q, g), p.batch, es);
   const int64_t slices = gpu_super_slices(g * es);
   const std::string gs = std::to_string(g), qs = std::to_string(q);
   const std::string tiles = qs + " tiles of " + gs + " x " + gs + " transposed in place by tile-pair swaps (010!)";
@@ -529,12 +529,6 @@ Tile3 tiled3_tile(const Problem& p) {
   return best;
 }
 
-// The steps of sequence 3.1 (or 3.2) for the tile t.
-tiled::Sequence tiled3_sequence(const Problem& p, Tile3 t, bool seq31) {
-  const int64_t Mp = p.rows / t.m, Np = p.cols / t.n;
-  return seq31 ? tiled::seq_3_1(Mp, t.m, Np, t.n) : tiled::seq_3_2(Mp, t.m, Np, t.n);
-}
-
 // Whether auto plans take sequence 3.1 / 3.2 for p, and with which tile (the rule above).
 bool tiled3_auto(const Problem& p, Tile3* t) {
   if (p.rows == p.cols || p.rows < 2 || p.cols < 2 || env_is("TORCH_INPLACE_GPU_TILED3", "0") ||
@@ -559,7 +553,7 @@ Plan plan_tiled3(const Problem& p, Tile3 t, bool seq31) {
   plan.gpu.sk_bits_off = 0;
   plan.gpu.sk_group_bytes = kSkinnyGroupBytes;  // several small tiles per block
   const int64_t es = p.esize, Mp = p.rows / t.m, Np = p.cols / t.n;
-  plan.scratch_bytes = sequence_bits_bytes(tiled3_sequence(p, t, seq31), p.batch, es);
+  plan.scratch_bytes = sequence_bits_bytes(tiled::seq_tiles3(seq31, p.rows, p.cols, t.m, t.n), p.batch, es);
   const std::string ms = std::to_string(t.m), ns = std::to_string(t.n);
   auto supers = [&](const std::string& shape, int64_t elems, const char* kind) {
     return "the " + shape + " super-elements of " + std::to_string(elems * es) + " bytes by cycle following (" +
@@ -608,7 +602,7 @@ Plan plan_padded(const Problem& p) {
   plan.tile_m = plan.tile_n = g;
   Plan::GpuSteps gs;
   gs.sk_bits_off = 0;
-  int64_t off = sequence_bits_bytes(tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g), 1, es);
+  int64_t off = sequence_bits_bytes(tiled::seq_divisor(tall, q, g), 1, es);
   gs.sk_chunk_off = off;
   off += shift_flags_bytes(g, L, es);
   plan.gpu = gs;

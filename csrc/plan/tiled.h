@@ -99,5 +99,16 @@ TI_HOST_DEVICE Sequence seq_2_2(int64_t M, int64_t Np, int64_t n) {
   return s;
 }
 
+// The sequences the GPU plans run (gpu_plan.cpp sizes their scratch, transpose_kernel.cu launches them):
+// a tall (q*g) x g matrix by 2.1 with g x g tiles, a wide g x (q*g) one by 2.2 (the short side g divides the long).
+TI_HOST_DEVICE Sequence seq_divisor(bool tall, int64_t q, int64_t g) {
+  return tall ? seq_2_1(q, g, g) : seq_2_2(g, q, g);
+}
+
+// A rows x cols matrix by 3.1 (or 3.2) with m x n tiles (m divides rows, n divides cols).
+TI_HOST_DEVICE Sequence seq_tiles3(bool seq31, int64_t rows, int64_t cols, int64_t m, int64_t n) {
+  return seq31 ? seq_3_1(rows / m, m, cols / n, n) : seq_3_2(rows / m, m, cols / n, n);
+}
+
 }  // namespace tiled
 }  // namespace torch_inplace

@@ -119,6 +119,22 @@ TEST(Tiled, StepKinds) {
   EXPECT_EQ(seq_2_2(2, 3, 4).num_steps, 2);
 }
 
+TEST(Tiled, TheGpuPlansSequencesTranspose) {
+  // seq_divisor / seq_tiles3, the sequences the GPU planner sizes and the launcher runs, on every shape they take.
+  for (int64_t g = 2; g < 13; ++g)
+    for (int64_t q = 2; q < 13; ++q) {
+      expect_transposes(seq_divisor(true, q, g), q * g, g, "2.1 divisor", g, g);
+      expect_transposes(seq_divisor(false, q, g), g, q * g, "2.2 divisor", g, g);
+    }
+  for (int64_t M = 1; M < 25; ++M)
+    for (int64_t N = 1; N < 25; ++N)
+      for (int64_t m : divisors(M))
+        for (int64_t n : divisors(N)) {
+          expect_transposes(seq_tiles3(true, M, N, m, n), M, N, "3.1 tiles", m, n);
+          expect_transposes(seq_tiles3(false, M, N, m, n), M, N, "3.2 tiles", m, n);
+        }
+}
+
 TEST(Tiled, DestSrcAndClosedFormAgree) {
   // dest and src are inverse permutations; dest equals PTTWAC's p * X mod (XY - 1).
   for (int64_t X = 1; X <= 40; ++X)

@@ -239,27 +239,20 @@ struct Engine {
     return cudaSuccess;
   }
 
-  // Sequence 2.1 for a tall (q*g) x g matrix -- 010! on the q g x g tiles (swapped in place), then 100! of the
-  // (q, g) super-elements of g elements -- or 2.2 for a wide g x (q*g) one (the same steps the other way round).
-  static tiled::Sequence divisor_sequence(bool tall, int64_t q, int64_t g) {
-    return tall ? tiled::seq_2_1(q, g, g) : tiled::seq_2_2(g, q, g);
-  }
-
   // Tiled21 / Tiled22 where the short side g divides the long one (gpu_plan.cpp plan_tiled); the batch folds into
   // both kernels.
   cudaError_t tiled() {
     const int64_t g = std::min(pl.rows, pl.cols), q = std::max(pl.rows, pl.cols) / g;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
-    return run_sequence(divisor_sequence(pl.rows > pl.cols, q, g), data, batch, bits, true);
+    return run_sequence(tiled::seq_divisor(pl.rows > pl.cols, q, g), data, batch, bits, true);
   }
 
   // Tiled31 / Tiled32 (gpu_plan.cpp plan_tiled3): rows = Mp * m, cols = Np * n.
   cudaError_t tiled3() {
     const int64_t m = pl.tile_m, n = pl.tile_n;
     if (m <= 0 || n <= 0 || pl.rows % m != 0 || pl.cols % n != 0) return cudaErrorInvalidValue;
-    const int64_t Mp = pl.rows / m, Np = pl.cols / n;
-    const auto seq = static_cast<plan::Algo>(pl.algo) == plan::Algo::Tiled31 ? tiled::seq_3_1(Mp, m, Np, n)
-                                                                           : tiled::seq_3_2(Mp, m, Np, n);
+    const bool seq31 = static_cast<plan::Algo>(pl.algo) == plan::Algo::Tiled31;
+    const auto seq = tiled::seq_tiles3(seq31, pl.rows, pl.cols, m, n);
     return run_sequence(seq, data, batch, reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off), false);
   }
 
@@ -273,11 +266,11 @@ struct Engine {
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
     unsigned* cflags = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_chunk_off);
     if (tall) {
-      TI_CHECK(run_sequence(divisor_sequence(true, q, g), data, 1, bits, true));
+      TI_CHECK(run_sequence(tiled::seq_divisor(true, q, g), data, 1, bits, true));
       return shift_rows<false>(data, g, L, r, cflags);
     }
     TI_CHECK(shift_rows<true>(data, g, L, r, cflags));
-    return run_sequence(divisor_sequence(false, q, g), data, 1, bits, true);
+    return run_sequence(tiled::seq_divisor(false, q, g), data, 1, bits, true);
   }
 
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
