@@ -253,9 +253,9 @@ constexpr int kShiftBytesPerThread = 64;
 //   left  (to_aos): element y of the packed destination comes from y + (y / body) * r.
 // Packed range [0, F*body) cut into chunks of E*threads elements, taken in the safe order through a ticket
 // (descending addresses for right moves, ascending for left). A chunk loads its elements into registers, signals
-// its flag, then waits for every chunk within reach of its destination (at most (F-1)*r elements away, all of
-// which hold earlier tickets and signal without waiting), and writes. flags: nchunks words + the ticket word,
-// zero on entry.
+// its flag, then waits (every thread polling a share) for every chunk within reach of its destination (at most
+// (F-1)*r elements away, all of which hold earlier tickets and signal without waiting), and writes. flags: nchunks
+// words + the ticket word, zero on entry.
 template <typename T, int E, bool kRight>
 __global__ void __launch_bounds__(kShiftThreads)
     ordered_shift_kernel(T* __restrict__ A, int64_t F, int64_t body, int64_t r, unsigned* flags, int64_t nchunks) {
@@ -282,21 +282,16 @@ __global__ void __launch_bounds__(kShiftThreads)
     }
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
-      atomicExch(flags + i, 1u);
-      if (kRight) {
-        const int64_t hi = i + reach < nchunks - 1 ? i + reach : nchunks - 1;
-        for (int64_t j = i + 1; j <= hi; ++j)
-          while (*reinterpret_cast<volatile unsigned*>(flags + j) == 0) {
-          }
-      } else {
-        const int64_t lo = i - reach > 0 ? i - reach : 0;
-        for (int64_t j = i - 1; j >= lo; --j)
-          while (*reinterpret_cast<volatile unsigned*>(flags + j) == 0) {
-          }
+    if (threadIdx.x == 0) atomicExch(flags + i, 1u);
+    // The chunks within reach, polled by the whole block at once (one flag per thread and round): one thread
+    // polling them in turn paid a memory round trip per chunk, which long shifts (large F * r) made the bottleneck.
+    const int64_t first = kRight ? i + 1 : (i - reach > 0 ? i - reach : 0);
+    const int64_t last = kRight ? (i + reach < nchunks - 1 ? i + reach : nchunks - 1) : i - 1;
+    for (int64_t j = first + threadIdx.x; j <= last; j += blockDim.x) {
+      while (*reinterpret_cast<volatile unsigned*>(flags + j) == 0) {
       }
-      __threadfence();
     }
+    __threadfence();
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < E; ++e) {
