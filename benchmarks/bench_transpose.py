@@ -3,7 +3,9 @@
 Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, plus a sample of 1-, 2- and
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
 directions, fp32 and fp64); beside those (not target groups of the issue), batched (B, m, n) matrices as models
-hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields and shapes with one side a multiple of the other (fp32). Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth
+hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields, shapes with one side a multiple of the other or a large
+common divisor (fp32) and near-square shapes (fp32, fp64). Baselines in the same run: y.copy_(x.mT) into a
+preallocated y, and copy bandwidth
 (2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
 twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
 tensors) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as triton's do_bench measures);
@@ -211,6 +213,18 @@ def gcd_shapes(rng, count):
     return out
 
 
+def near_square_shapes(rng, count):
+    """Beside the issue's groups: one side m uniform in [1000, 20000), the other m + d with d in [1, 32] (sign at
+    random): matrices a few rows or columns off a square (padded layer sizes, an extra bias row), where Karlsson's cut
+    leaves a square."""
+    out = []
+    for _ in range(count):
+        m = rng.randrange(1000, 20000)
+        d = rng.randrange(1, 33)
+        out.append((m + d, m) if rng.random() < 0.5 else (m, m + d))
+    return out
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -233,8 +247,9 @@ def plots(results, outdir, copy_gbs, suffix=""):
               ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64"),
               ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16"),
               ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32"),
-              ("gcd_fp32", "a large common divisor, fp32")]
-    fig, axes = plt.subplots(4, 3, figsize=(15, 16))
+              ("gcd_fp32", "a large common divisor, fp32"), ("nearsq_fp32", "near-square fp32"),
+              ("nearsq_fp64", "near-square fp64")]
+    fig, axes = plt.subplots(5, 3, figsize=(15, 20))
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
     for ax, (k, title) in zip(axes.flat, groups):
@@ -272,6 +287,7 @@ def main():
     ap.add_argument("--medium", type=int, default=12)
     ap.add_argument("--divisor", type=int, default=16)
     ap.add_argument("--gcd", type=int, default=16)
+    ap.add_argument("--nearsq", type=int, default=16)
     ap.add_argument("--no-largest", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated groups or group prefixes to run (e.g. skinny, "
                     "skinny_fp32,prime_fp64)")
@@ -299,6 +315,7 @@ def main():
     medium = medium_shapes(random.Random(args.seed + 2), 3 if args.quick else args.medium)
     divisor = divisor_shapes(random.Random(args.seed + 3), 4 if args.quick else args.divisor)
     gcd_set = gcd_shapes(random.Random(args.seed + 4), 4 if args.quick else args.gcd)
+    nearsq = near_square_shapes(random.Random(args.seed + 5), 4 if args.quick else args.nearsq)
     t0 = time.time()
     copy_gbs = copy_bandwidth(reps)
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
@@ -334,6 +351,8 @@ def main():
     run("medium_fp32", medium, 4)
     run("divisor_fp32", divisor, 4)
     run("gcd_fp32", gcd_set, 4)
+    run("nearsq_fp32", nearsq, 4)
+    run("nearsq_fp64", nearsq, 8)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

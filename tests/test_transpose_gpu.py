@@ -210,7 +210,7 @@ def test_extra_memory():
 
 def test_workspace_limit():
     shape = (3001, 2999)
-    with env(TORCH_INPLACE_GPU_COLUMNS="universal", **NO_ONCHIP):
+    with env(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_CUT="0", **NO_ONCHIP):
         p = torch_inplace.plan(shape, torch.float32, "cuda")
         assert p.scratch_bytes > 0
         x = rand_tensor(shape, 4)
@@ -278,10 +278,10 @@ def test_padded_with_empty_transposable(esize):
 
 
 def test_unimplemented_algorithms_raise_cleanly():
-    # Not on the GPU: cuts of general shapes; padding only into a storage's slack
+    # Not on the GPU: padding only into a storage's slack
     # (test_padded_with_empty_transposable); 2.1 / 2.2 only where the short side divides the long one, 2.1 for tall
     # and 2.2 for wide matrices (test_tiled_*).
-    for algorithm, shape in [("padded", (64, 96)), ("cut", (64, 96)),
+    for algorithm, shape in [("padded", (64, 96)),
                              ("tiled21", (64, 96)), ("tiled22", (64, 96)), ("tiled21", (96, 64)),
                              ("tiled21", (100, 300)), ("tiled22", (300, 100)), ("tiled22", (64, 64))]:
         x = rand_tensor(shape, 4)
@@ -400,6 +400,86 @@ def test_tiled3_large_and_auto():
         check((6000, 8001), 4)
 
 
+def cut_shapes(rng, count):
+    """(batch..., rows, cols): near-square (q = 1, a few rows or columns cut), q > 1 with a remainder, g dividing L
+    (nothing cut), short sides from 2, squares; tall and wide."""
+    out = []
+    for k in range(count):
+        kind = k % 5
+        g = rng.randint(2, 700)
+        if kind == 0:
+            shape = (g + rng.randint(1, 40), g)
+        elif kind == 1:
+            shape = (g * rng.randint(2, 9) + rng.randint(1, g - 1 if g > 2 else 1), g)
+        elif kind == 2:
+            shape = (g * rng.randint(1, 9), g)
+        elif kind == 3:
+            g = rng.randint(2, 9)
+            shape = (rng.randint(10, 5000), g)
+        else:
+            shape = (g, g)
+        if rng.random() < 0.5:
+            shape = shape[::-1]
+        if k % 4 == 1:
+            shape = (rng.randint(2, 3),) + shape
+        out.append(shape)
+    return out
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_cut_forced_random_shapes(esize):
+    # Karlsson's cut forced on 30 random shapes per element size: x = L mod g rows (tall) or columns (wide) set
+    # aside, the rest transposed as a square or by sequence 2.1 / 2.2, the shift and the cut block around it;
+    # batches one matrix at a time; nothing cut where g divides L.
+    rng = random.Random(5150 + esize)
+    for shape in cut_shapes(rng, 30):
+        rows, cols = shape[-2], shape[-1]
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm="cut")
+        assert p.algorithm == "cut", (shape, p.explanation)
+        x = max(rows, cols) % min(rows, cols)
+        assert (f"the last {x} " in p.explanation) if x else ("nothing to cut" in p.explanation), p.explanation
+        check(shape, esize, "cut")
+
+
+def test_cut_is_auto_for_near_square_and_explains():
+    # Auto for near-square matrices of 4- to 16-byte elements, at least 4 MiB, with a common divisor (where Catanzaro
+    # needs its rotation), whose scratch (the cut block, the shift's flags) stays within 0.1% + 1 MiB; measured extra
+    # memory within it; TORCH_INPLACE_GPU_CUT=0 gives them to Catanzaro.
+    for shape, esize in [((4100, 4096), 4), ((4096, 4100), 8), ((2, 3080, 3072), 4), ((6000, 6009), 4),
+                         ((20010, 19995), 4), ((1500, 1536), 16)]:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert p.algorithm == "cut" and "cut (Karlsson)" in p.explanation and "square" in p.explanation, \
+            (shape, esize, p.explanation)
+        nbytes = math.prod(shape) * esize
+        assert 0 < p.scratch_bytes <= nbytes // (1000 * math.prod(shape[:-2])) + (1 << 20)
+        x = rand_tensor(shape, esize)
+        want = x.mT.clone(memory_format=torch.contiguous_format)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        torch_inplace.transpose_(x)
+        torch.cuda.synchronize()
+        assert torch.cuda.max_memory_allocated() - base <= nbytes // 1000 + (1 << 20)
+        assert same_bytes(x, want), (shape, esize)
+    # a cut of 1904 columns; coprime sides; 2-byte elements; small enough for the on-chip plan
+    for shape, esize in [((4096, 6000), 4), ((10007, 10000), 4), ((7002, 7000), 2), ((1030, 1024), 4)]:
+        assert torch_inplace.plan(shape, DTYPES[esize], "cuda").algorithm != "cut", (shape, esize)
+    with env(TORCH_INPLACE_GPU_CUT="0"):
+        assert torch_inplace.plan((4100, 4096), torch.float32, "cuda").algorithm in ("c2r", "r2c")
+        check((4100, 4096), 4)
+
+
+def test_cut_over_2_31_elements():
+    # 64-bit offsets in the square swaps, the shift and the tails: 46344 x 46341 bytes (2.15e9), 3 rows cut.
+    shape = (46344, 46341)
+    x = rand_tensor(shape, 1)
+    want = x.mT.contiguous()
+    torch_inplace.transpose_(x, algorithm="cut")
+    assert torch.equal(x, want)
+    del x, want
+    torch.cuda.empty_cache()
+
+
 def test_tiled_over_2_31_elements():
     # 64-bit offsets in both kernels: 2.4e9 one-byte elements, 16 KiB super-elements in 8 slices.
     for shape in [(9 * 16384, 16384), (16384, 9 * 16384)]:
@@ -415,7 +495,8 @@ def test_tiled_over_2_31_elements():
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
                                    NO_ONCHIP, dict(TORCH_INPLACE_GPU_COLUMNS="cluster", **NO_ONCHIP)])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
-                                   (3, 4096, 33), (2, 33, 5001), (4096, 1024), (2, 512, 2560), (3072, 5120)])
+                                   (3, 4096, 33), (2, 33, 5001), (4096, 1024), (2, 512, 2560), (3072, 5120),
+                                   (3080, 3072), (2, 3072, 3100)])
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)
@@ -735,6 +816,11 @@ def test_rotation_fused_into_row_shuffle(esize):
 
 
 def test_rotation_fused_explains_and_wide_rows():
+    with env(TORCH_INPLACE_GPU_CUT="0"):  # near-square shapes with gcd > 1: Karlsson's cut would take them
+        _rotation_fused_explains_and_wide_rows()
+
+
+def _rotation_fused_explains_and_wide_rows():
     with env(**NO_ONCHIP):
         p = torch_inplace.plan((8198, 8186), torch.float32, "cuda")
         assert "pre-rotation (gcd 2) fused" in p.explanation, p.explanation

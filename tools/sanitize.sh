@@ -2,11 +2,11 @@
 # compute-sanitizer memcheck and racecheck over a representative set of GPU transposition plans: square,
 # C2R / R2C / skinny with the whole-GPU and cluster column engines and with the universal engine (reflections + cycle
 # following), shared-memory and global-slot row shuffles, the on-chip cooperative kernel (in waves too), 1/2/4/8/16-byte
-# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2 / 3.1 / 3.2, padded; then the small LU / inverse kernels (every
+# elements, batches, > 1 cluster block, the tiled sequences 2.1 / 2.2 / 3.1 / 3.2, padded, cut; then the small LU / inverse kernels (every
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
-# swaps, skinny past 64 fields and padded.)
+# swaps, skinny past 64 fields, cut and padded.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -108,7 +108,10 @@ for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled
                         ((1280, 1536), 4, "tiled32"),
                         # tile-pair swaps of 128 x 128 (1-byte), 64 x 64 (2-, 4-byte) and 32 x 32 tiles, partial edges
                         ((130, 130), 1, "square"), ((2, 70, 70), 2, "square"), ((200, 200), 4, "square"),
-                        ((3, 40, 40), 16, "square")):
+                        ((3, 40, 40), 16, "square"),
+                        # Karlsson's cut: near-square (a square and the shift), q > 1 (sequence 2.1 / 2.2), batches
+                        ((260, 256), 4, "cut"), ((2, 256, 263), 8, "cut"), ((1000, 333), 1, "cut"),
+                        ((97, 500), 16, "cut"), ((3, 150, 149), 2, "cut")):
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)

@@ -13,6 +13,8 @@
 //                               Algorithm 2); auto where the tile is a square of a large common divisor;
 //   c2r/r2c                     Catanzaro (paper 003), the direction whose row shuffle runs on the short side
 //                               first (or the one with full column panels); the other direction as a fallback;
+//   cut (near-square)           the long side cut to a multiple of the short one, the rest tiled (a square: one
+//                               pass), the cut rows / columns re-inserted after an ordered shift (plan_cut);
 //   padded (storage slack)      the long side padded to a multiple of the short one in the slack of a tensor from
 //                               empty_transposable, then tiled (plan_padded): first only ahead of narrow panels.
 // Each Catanzaro plan picks its column-step engine (panels through the shared memory of the whole GPU, one
@@ -619,6 +621,79 @@ Plan plan_padded(const Problem& p) {
   return plan;
 }
 
+// Cut (Karlsson, paper 004 sec. 3.1.3): the long side L of one matrix is cut by x = L mod g (g the short side) so
+// that the rest is q = L / g g x g tiles, transposed by sequence 2.1 / 2.2 (plan_tiled: tiles swapped in place,
+// super-elements of g by cycle following; q == 1 is a single square, one pass). No slack needed: the cut elements
+// wait in scratch (x * g elements). Tall (L x g): the last x rows are saved, the (L - x) x g head transposed, its g
+// rows of L - x spread to rows of L by the ordered in-place shift (the skinny cut's kernel), and the saved rows
+// written into the row tails. Wide (g x L): the row tails gathered into scratch, the rows packed to L - x, the head
+// transposed, the saved block appended as the last x rows. Matrices of a batch run one after another (shared
+// scratch). One pass more than the tiled sequence: the shift.
+// Auto for a near-square matrix (q == 1: the square's one pass plus the shift's) of 4-, 8- or 16-byte elements, at
+// least kCutAutoMinBytes, whose sides have a common divisor and whose scratch stays within the memory target (0.1%
+// of the matrix + 1 MiB). Measured on an H200 against Catanzaro's better direction (GPU time, history_cut.log):
+// gcd > 1 (Catanzaro's rotation pass), 4 to 16 bytes: 1.0-1.7x faster on 14 shapes (fp32 8200 x 8192 0.62 -> 0.37
+// ms, 10000 x 10010 0.95 -> 0.59, fp64 16000 x 16020 4.29 -> 2.83, c128 5000 x 5012 0.78 -> 0.50); 1 and 2 bytes
+// 0.58-2.1x (u8 13000 x 13013 0.67 -> 1.15 ms, bf16 7002 x 7000 0.82x: the shift moves them one by one); coprime
+// sides 0.69-1.05x (fp32 10007 x 10000 0.55 -> 0.59 ms). Catanzaro keeps those; q > 1 (three passes) ran
+// 0.58-0.98x, forced only. TORCH_INPLACE_GPU_CUT=0 keeps it out of auto plans, =1 lets it in wherever it applies
+// (measurements).
+constexpr int64_t kCutAutoMinBytes = 4 << 20;
+
+int64_t cut_rows_of(const Problem& p) {
+  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols);
+  return g >= 2 ? L % g : 0;
+}
+
+Plan plan_cut(const Problem& p) {
+  Plan plan;
+  plan.algo = Algo::Cut;
+  plan.problem = p;
+  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols), es = p.esize;
+  const int64_t x = cut_rows_of(p), q = (L - x) / g;
+  const bool tall = p.rows > p.cols;
+  (tall ? plan.cut_rows : plan.cut_cols) = x;
+  plan.tile_m = plan.tile_n = g;
+  Plan::GpuSteps gs;
+  gs.sk_bits_off = 0;
+  int64_t off = sequence_bits_bytes(tiled::seq_divisor(tall, q, g), x > 0 ? 1 : p.batch, es);
+  if (x > 0) {
+    gs.sk_rem_off = off;
+    off += align64(x * g * es);
+    gs.sk_chunk_off = off;
+    off += shift_flags_bytes(g, L - x, es);
+  }
+  plan.gpu = gs;
+  plan.scratch_bytes = off;
+  const std::string gs_ = std::to_string(g), xs = std::to_string(x), hs = std::to_string(L - x);
+  const std::string head =
+      q == 1 ? "the " + gs_ + " x " + gs_ + " square swapped in place by tile pairs"
+             : std::string("sequence ") + (tall ? "2.1" : "2.2") + " on the " + std::to_string(q) + " tiles of " +
+                   gs_ + " x " + gs_ + " (swapped in place by tile pairs; super-elements of " + gs_ +
+                   " by cycle following)";
+  if (x == 0) {
+    plan.reason = "cut: " + gs_ + " divides " + std::to_string(L) + ", nothing to cut: " + head;
+    return plan;
+  }
+  plan.reason = "cut (Karlsson): the last " + xs + (tall ? " rows" : " columns") + " of " + std::to_string(L) +
+                " set aside in scratch (" + std::to_string(x * g * es) + " bytes), " + head + ", " +
+                (tall ? "its " + gs_ + " rows spread from " + hs + " to " + std::to_string(L) +
+                            " by an ordered in-place shift and the cut rows written into the row tails"
+                      : "after its " + gs_ + " rows were packed from " + std::to_string(L) + " to " + hs +
+                            " by an ordered in-place shift; the cut columns appended as the last rows") +
+                "; " + (q == 1 ? "two passes" : "three passes");
+  return plan;
+}
+
+bool cut_auto(const Problem& p, const Plan& cut) {
+  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols);
+  if (env_is("TORCH_INPLACE_GPU_CUT", "0") || g <= kSkinnyMax || L == g) return false;
+  if (env_is("TORCH_INPLACE_GPU_CUT", "1")) return true;
+  const int64_t bytes = L * g * p.esize;
+  return L < 2 * g && p.esize >= 4 && std::gcd(L, g) > 1 && bytes >= kCutAutoMinBytes &&
+         cut.scratch_bytes <= bytes / 1000 + (1 << 20);
+}
+
 // On chip (kernels/transpose/onchip.cuh): when every tile of the tensor fits in the shared memory of one block
 // per SM, one cooperative kernel reads everything, syncs the grid, and writes everything transposed -- the traffic
 // of a copy, one launch, no scratch. Tiles: side x side (a balanced split of each dim, so edge tiles waste little),
@@ -790,6 +865,12 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if ((forced == Algo::Auto && tiled_auto(p)) || (forced == tiled_algo && tiled_applies(p))) {
     out.push_back(plan_tiled(p));
   }
+  if (forced == Algo::Cut && lo >= 2) {
+    out.push_back(plan_cut(p));
+  } else if (forced == Algo::Auto && lo >= 2 && !(onchip && oc.gpu.oc_wave == 0)) {
+    Plan cut = plan_cut(p);
+    if (cut_auto(p, cut)) out.push_back(cut);
+  }
   Tile3 t3;
   if (forced == Algo::Tiled31 || forced == Algo::Tiled32) {
     out.push_back(plan_tiled3(p, tiled3_tile(p), forced == Algo::Tiled31));
@@ -878,7 +959,9 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // column panels narrower than 128 bytes (TORCH_INPLACE_GPU_PADDED=0: never in auto plans). Measured on an H200
   // (history_padded.log, fp32): 1000003 x 1100 34 ms against 242 (C2R, universal columns) and 1096 (R2C); but 1.6-9x
   // slower than Catanzaro with full panels (300007 x 1500 24.5 ms against R2C's 6.4; 60001 x 1500 4.9 against 0.56):
-  // its ordered shift moves each of g rows by up to g * r elements, and a chunk waits for every chunk within reach.
+  // its ordered shift moves each of g rows by up to g * r elements, and a chunk waited for every chunk within reach,
+  // polled one at a time. Polled by the whole block (history_padded_polling.log): 300007 x 1500 4.3 ms (R2C 6.4),
+  // 60001 x 1500 0.86 (C2R 0.61); the rule stays (two shapes, one either way).
   const int64_t pad = padding_bytes(p);
   if (pad > 0 && p.slack_bytes >= pad) {
     if (forced == Algo::Padded) {

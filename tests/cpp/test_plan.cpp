@@ -559,6 +559,53 @@ TEST(GpuPlan, PaddedIntoTheStoragesSlack) {
   EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_PADDED", "0", narrow, h, Algo::Auto).algo, Algo::Padded);
 }
 
+TEST(GpuPlan, CutTheLongSideToAMultipleOfTheShortOne) {
+  // Karlsson's cut: x = L mod g rows (tall) or columns (wide) set aside in scratch, the rest q g x g tiles. Scratch:
+  // the sequence's flag bits (none for a square), the x * g cut elements, the shift's chunk flags (one per 16 KiB
+  // and the ticket). Auto for near-square matrices of 4- to 16-byte elements, at least 4 MiB, with a common divisor, whose scratch
+  // stays within 0.1% + 1 MiB.
+  const DeviceCaps g = fake_gpu();
+  auto flags = [](int64_t elems, int64_t es) { return (((elems + 16384 / es - 1) / (16384 / es) + 1) * 4 + 63) / 64 * 64; };
+  const Plan tall = make_plan(prob(1, 4100, 4096), g);
+  ASSERT_EQ(tall.algo, Algo::Cut) << tall.reason;
+  EXPECT_EQ(tall.cut_rows, 4);
+  EXPECT_EQ(tall.cut_cols, 0);
+  EXPECT_EQ(tall.gpu.sk_rem_off, 0);
+  EXPECT_EQ(tall.gpu.sk_chunk_off, 4 * 4096 * 4);
+  EXPECT_EQ(tall.scratch_bytes, 4 * 4096 * 4 + flags(4096 * 4096, 4));
+  EXPECT_TRUE(contains(tall.reason, "the last 4 rows of 4100")) << tall.reason;
+  EXPECT_TRUE(contains(tall.reason, "4096 x 4096 square")) << tall.reason;
+  const Plan wide = make_plan(prob(1, 4096, 4100, 8), g);
+  ASSERT_EQ(wide.algo, Algo::Cut) << wide.reason;
+  EXPECT_EQ(wide.cut_cols, 4);
+  EXPECT_EQ(wide.scratch_bytes, 4 * 4096 * 8 + flags(4096 * 4096, 8));
+  EXPECT_TRUE(contains(wide.reason, "packed from 4100 to 4096")) << wide.reason;
+  // Not in auto plans: the knob, small matrices, cuts whose scratch passes the memory target, tight workspace limits.
+  EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_CUT", "0", prob(1, 4100, 4096), g, Algo::Auto).algo, Algo::Cut);
+  EXPECT_NE(make_plan(prob(1, 503, 500), g).algo, Algo::Cut);
+  EXPECT_NE(make_plan(prob(1, 10007, 10000), g).algo, Algo::Cut);  // coprime: Catanzaro needs no rotation
+  EXPECT_NE(make_plan(prob(1, 4100, 4096, 2), g).algo, Algo::Cut);  // 2-byte elements: the shift is slow
+  EXPECT_NE(make_plan(prob(1, 4096, 6000), g).algo, Algo::Cut);  // 1904 columns: 31 MB of scratch
+  EXPECT_NE(make_plan(prob(1, 4100, 4096), g, Algo::Auto, 1024).algo, Algo::Cut);
+  EXPECT_EQ(plan_with_knob("TORCH_INPLACE_GPU_CUT", "1", prob(1, 4096, 6000), g, Algo::Auto).algo, Algo::Cut);
+  // Forced: anywhere, with the sequence 2.1 / 2.2 flag bits for q > 1 (the 100! step's (q, g) super-elements), one
+  // matrix's scratch for a batch, and nothing cut where g divides L.
+  const Plan q10 = make_plan(prob(3, 20000, 1999), g, Algo::Cut);
+  ASSERT_EQ(q10.algo, Algo::Cut);
+  EXPECT_EQ(q10.cut_rows, 10);
+  const int64_t bits = gpu_super_bits_bytes(10 * 1999, 1999 * 4);
+  EXPECT_EQ(q10.gpu.sk_rem_off, bits);
+  EXPECT_EQ(q10.scratch_bytes, bits + (10 * 1999 * 4 + 63) / 64 * 64 + flags(1999 * 19990, 4));
+  EXPECT_TRUE(contains(q10.reason, "sequence 2.1 on the 10 tiles of 1999 x 1999")) << q10.reason;
+  EXPECT_TRUE(contains(q10.reason, "three passes")) << q10.reason;
+  const Plan none = make_plan(prob(2, 2000, 4000), g, Algo::Cut);
+  EXPECT_EQ(none.cut_cols, 0);
+  EXPECT_EQ(none.scratch_bytes, gpu_super_bits_bytes(2 * 2000 * 2, 2000 * 4));
+  EXPECT_TRUE(contains(none.reason, "nothing to cut")) << none.reason;
+  EXPECT_EQ(make_plan(prob(1, 300, 300), g, Algo::Cut).scratch_bytes, 0);
+  EXPECT_THROW(make_plan(prob(1, 4100, 4096), cpu(), Algo::Cut), PlanError);
+}
+
 TEST(GpuPlan, C2RWalkBlockSizeKnob) {
   // C2R row kernels with c > 1 may take a block size that c divides (the launcher, c2r_walk_threads) unless
   // TORCH_INPLACE_GPU_ROW_WALK is power2 or general.

@@ -4,9 +4,9 @@
 // host pass on the GPU machine instantiates libstdc++ stream templates that clash with the host compiler's
 // (a local std::ostream::_M_insert<long> in the .so crashed every message built with an ostringstream).
 //
-// Stream-ordered: every step is a kernel (or a memset) on the given stream; scratch is passed in; there is no
-// synchronisation and no host round trip, so every plan (on chip, square, skinny, the tiled sequences, padded, c2r,
-// r2c, with any column engine) can be captured in a CUDA graph.
+// Stream-ordered: every step is a kernel (or a memset, or a device-to-device copy) on the given stream; scratch is
+// passed in; there is no synchronisation and no host round trip, so every plan (on chip, square, skinny, the tiled
+// sequences, padded, cut, c2r, r2c, with any column engine) can be captured in a CUDA graph.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -271,6 +271,25 @@ struct Engine {
     }
     TI_CHECK(shift_rows<true>(data, g, L, r, cflags));
     return run_sequence(tiled::seq_divisor(false, q, g), data, 1, bits, true);
+  }
+
+  // ---- cut (gpu_plan.cpp plan_cut): the long side L cut by x = L mod g, the q g x g tiles of the rest by sequence
+  // 2.1 / 2.2 (a square when q == 1), the cut rows / columns re-inserted around it (around_cut) ----------------------
+  cudaError_t cut() {
+    const int64_t g = std::min(pl.rows, pl.cols), L = std::max(pl.rows, pl.cols);
+    if (g < 2) return cudaErrorInvalidValue;
+    const int64_t x = L % g;
+    const bool tall = pl.rows > pl.cols;
+    const auto seq = tiled::seq_divisor(tall, (L - x) / g, g);
+    unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
+    if (x == 0) return run_sequence(seq, data, batch, bits, true);
+    T* rem = reinterpret_cast<T*>(scratch + pl.steps.sk_rem_off);
+    unsigned* cflags = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_chunk_off);
+    for (int64_t b = 0; b < batch; ++b) {
+      TI_CHECK(around_cut(data + b * L * g, L, g, L - x, tall, rem, cflags,
+                          [&](T* H) { return run_sequence(seq, H, 1, bits, true); }));
+    }
+    return cudaSuccess;
   }
 
   cudaError_t row_shuffle(const CatIdx<U>& P, bool c2r) {
@@ -554,27 +573,43 @@ struct Engine {
     return cudaSuccess;
   }
 
-  cudaError_t skinny_matrices(T* A, int64_t nb, bool to_soa) {
-    const auto& g = pl.steps;
-    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols), k = g.sk_k;
-    const int64_t Mp = N / k, r = N % k, body = Mp * k;
-    unsigned* bits = reinterpret_cast<unsigned*>(scratch + g.sk_bits_off);
-    T* rem = reinterpret_cast<T*>(scratch + g.sk_rem_off);
-    unsigned* cflags = reinterpret_cast<unsigned*>(scratch + g.sk_chunk_off);
+  // The Karlsson cut around an in-place transposition of the head (skinny, cut): one matrix of N rows of F
+  // (to_soa: N x F -> F x N; else F x N -> N x F) whose first `body` of the N are transposed by head(A) while the
+  // other r = N - body wait in rem (r x F). to_soa saves them first; after the head made (F, body) the F rows
+  // spread to N and the saved block goes to the row tails. Else the tails are gathered, the rows packed to body, the
+  // head transposed and the block appended as the last r rows. cflags: the shift's chunk flags and ticket.
+  template <typename Head>
+  cudaError_t around_cut(T* A, int64_t N, int64_t F, int64_t body, bool to_soa, T* rem, unsigned* cflags,
+                         Head&& head) {
+    const int64_t r = N - body;
     const size_t rem_bytes = static_cast<size_t>(r * F) * sizeof(T);
     if (to_soa) {
       if (r > 0) TI_CHECK(cudaMemcpyAsync(rem, A + body * F, rem_bytes, cudaMemcpyDeviceToDevice, stream));
-      TI_CHECK(group_tiles(A, nb * Mp, k, F));
-      TI_CHECK(super_cycles(A, nb, Mp, F, k, bits));
+      TI_CHECK(head(A));
       TI_CHECK(shift_rows<true>(A, F, body, r, cflags));
       return tails<false>(A, rem, F, N, body, r);
     }
     TI_CHECK(tails<true>(A, rem, F, N, body, r));
     TI_CHECK(shift_rows<false>(A, F, body, r, cflags));
-    TI_CHECK(super_cycles(A, nb, F, Mp, k, bits));
-    TI_CHECK(group_tiles(A, nb * Mp, F, k));
+    TI_CHECK(head(A));
     if (r > 0) TI_CHECK(cudaMemcpyAsync(A + body * F, rem, rem_bytes, cudaMemcpyDeviceToDevice, stream));
     return cudaSuccess;
+  }
+
+  cudaError_t skinny_matrices(T* A, int64_t nb, bool to_soa) {
+    const auto& g = pl.steps;
+    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols), k = g.sk_k;
+    const int64_t Mp = N / k;
+    unsigned* bits = reinterpret_cast<unsigned*>(scratch + g.sk_bits_off);
+    return around_cut(A, N, F, Mp * k, to_soa, reinterpret_cast<T*>(scratch + g.sk_rem_off),
+                      reinterpret_cast<unsigned*>(scratch + g.sk_chunk_off), [&](T* H) -> cudaError_t {
+                        if (to_soa) {
+                          TI_CHECK(group_tiles(H, nb * Mp, k, F));
+                          return super_cycles(H, nb, Mp, F, k, bits);
+                        }
+                        TI_CHECK(super_cycles(H, nb, F, Mp, k, bits));
+                        return group_tiles(H, nb * Mp, F, k);
+                      });
   }
 
   cudaError_t skinny21() {
@@ -605,6 +640,7 @@ struct Engine {
       case plan::Algo::Tiled31:
       case plan::Algo::Tiled32: return tiled3();
       case plan::Algo::Padded: return padded();
+      case plan::Algo::Cut: return cut();
       default: return cudaErrorNotSupported;
     }
   }
