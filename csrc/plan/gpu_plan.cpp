@@ -640,17 +640,12 @@ Plan plan_padded(const Problem& p) {
 // (measurements).
 constexpr int64_t kCutAutoMinBytes = 4 << 20;
 
-int64_t cut_rows_of(const Problem& p) {
-  const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols);
-  return g >= 2 ? L % g : 0;
-}
-
 Plan plan_cut(const Problem& p) {
   Plan plan;
   plan.algo = Algo::Cut;
   plan.problem = p;
   const int64_t g = std::min(p.rows, p.cols), L = std::max(p.rows, p.cols), es = p.esize;
-  const int64_t x = cut_rows_of(p), q = (L - x) / g;
+  const int64_t x = L % g, q = L / g;
   const bool tall = p.rows > p.cols;
   (tall ? plan.cut_rows : plan.cut_cols) = x;
   plan.tile_m = plan.tile_n = g;
@@ -867,7 +862,7 @@ std::vector<Plan> gpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   }
   if (forced == Algo::Cut && lo >= 2) {
     out.push_back(plan_cut(p));
-  } else if (forced == Algo::Auto && lo >= 2 && !(onchip && oc.gpu.oc_wave == 0)) {
+  } else if (forced == Algo::Auto && lo >= 2) {
     Plan cut = plan_cut(p);
     if (cut_auto(p, cut)) out.push_back(cut);
   }
