@@ -258,7 +258,8 @@ constexpr int kShiftBytesPerThread = 64;
 // words + the ticket word, zero on entry.
 template <typename T, int E, bool kRight>
 __global__ void __launch_bounds__(kShiftThreads)
-    ordered_shift_kernel(T* __restrict__ A, int64_t F, int64_t body, int64_t r, unsigned* flags, int64_t nchunks) {
+    ordered_shift_kernel(T* __restrict__ A, int64_t F, int64_t body, int64_t r, unsigned* flags, int64_t nchunks,
+                         DivMod<uint64_t> dm_body) {
   __shared__ int64_t s_chunk;
   const int64_t C = static_cast<int64_t>(E) * blockDim.x;
   const int64_t X = F * body;
@@ -274,11 +275,19 @@ __global__ void __launch_bounds__(kShiftThreads)
     __syncthreads();
     if (i < 0) return;
     T v[E];
+    // The packed index x is x + (x / body) * r unpacked; x / body by a strength-reduced division (a 64-bit division
+    // per element made the kernel instruction-bound, 1- and 2-byte elements most). Each element's offset is computed
+    // on its own: a row index carried from element to element was miscompiled (sm_90, nvcc 13.0: with 8 elements a
+    // thread, stores went to other elements' addresses; benchmarks/shift_harness.cu found it).
+    auto unpacked = [&](int64_t x) {
+      uint64_t rem;
+      return x + static_cast<int64_t>(dm_body.div(static_cast<uint64_t>(x), &rem)) * r;
+    };
     const int64_t x0 = i * C + threadIdx.x;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const int64_t x = x0 + e * static_cast<int64_t>(blockDim.x);  // packed index; x + (x / body) * r unpacked
-      if (x < X) v[e] = kRight ? A[x] : A[x + (x / body) * r];
+      const int64_t x = x0 + e * static_cast<int64_t>(blockDim.x);
+      if (x < X) v[e] = kRight ? A[x] : A[unpacked(x)];
     }
     __threadfence();
     __syncthreads();
@@ -298,7 +307,7 @@ __global__ void __launch_bounds__(kShiftThreads)
       const int64_t x = x0 + e * static_cast<int64_t>(blockDim.x);
       if (x < X) {
         if (kRight) {
-          A[x + (x / body) * r] = v[e];
+          A[unpacked(x)] = v[e];
         } else {
           A[x] = v[e];
         }
@@ -348,9 +357,9 @@ namespace kernels {
                                                                   int64_t, unsigned*, DivMod<uint64_t>,          \
                                                                   DivMod<uint64_t>, DivMod<uint64_t>);           \
   template __global__ void ordered_shift_kernel<T, shift_elems<T>(), true>(T*, int64_t, int64_t, int64_t,          \
-                                                                         unsigned*, int64_t);                    \
+                                                                         unsigned*, int64_t, DivMod<uint64_t>);  \
   template __global__ void ordered_shift_kernel<T, shift_elems<T>(), false>(T*, int64_t, int64_t, int64_t,         \
-                                                                          unsigned*, int64_t);                   \
+                                                                          unsigned*, int64_t, DivMod<uint64_t>); \
   template __global__ void remainder_tails_kernel<T, true>(T*, T*, int64_t, int64_t, int64_t, int64_t);            \
   template __global__ void remainder_tails_kernel<T, false>(T*, T*, int64_t, int64_t, int64_t, int64_t);
 #define TI_INST_TILES_VEC(T)                                                                                   \

@@ -560,7 +560,8 @@ struct Engine {
     const int64_t nchunks = (F * body + C - 1) / C;
     TI_CHECK(cudaMemsetAsync(cflags, 0, static_cast<size_t>((nchunks + 1) * 4), stream));
     const int grid = static_cast<int>(std::min<int64_t>(nchunks, int64_t{caps.num_sms} * 8));
-    ordered_shift_kernel<T, E, kRight><<<grid, kShiftThreads, 0, stream>>>(A, F, body, r, cflags, nchunks);
+    ordered_shift_kernel<T, E, kRight><<<grid, kShiftThreads, 0, stream>>>(A, F, body, r, cflags, nchunks,
+                                                                           DivMod<uint64_t>(static_cast<uint64_t>(body)));
     TI_LAUNCH_CHECK();
     return cudaSuccess;
   }
