@@ -277,8 +277,9 @@ __global__ void __launch_bounds__(kShiftThreads)
     T v[E];
     // The packed index x is x + (x / body) * r unpacked; x / body by a strength-reduced division (a 64-bit division
     // per element made the kernel instruction-bound, 1- and 2-byte elements most). Each element's offset is computed
-    // on its own: a row index carried from element to element was miscompiled (sm_90, nvcc 13.0: with 8 elements a
-    // thread, stores went to other elements' addresses; benchmarks/shift_harness.cu found it).
+    // on its own: a row index carried from element to element gave wrong results with 8 elements a thread (sm_90,
+    // nvcc 13.0: values loaded for one chunk stored at another's addresses; with the values staged in shared memory
+    // it was right, so most likely a miscompile; benchmarks/shift_harness.cu, DIAG=1).
     auto unpacked = [&](int64_t x) {
       uint64_t rem;
       return x + static_cast<int64_t>(dm_body.div(static_cast<uint64_t>(x), &rem)) * r;
