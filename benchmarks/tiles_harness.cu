@@ -1,0 +1,212 @@
+// GPU time of the skinny path's tile pass (kernels/transpose/skinny.cuh: count contiguous R x C tiles, each
+// transposed to C x R through shared memory; 010! of sequence 2.1) against a copy of the same bytes, per kernel:
+//   vec     group_tiles_vec_kernel (16-byte global accesses; each thread stages and gathers 16 bytes of elements
+//           through the odd-stride tile, so a warp's shared-memory accesses fall 4 to a bank);
+//   scalar  group_tiles_kernel (one element per thread and step: conflict-free staging, 4-byte global accesses);
+//   hybrid  16-byte global loads staged unpadded with 16-byte shared stores (conflict-free), then one element per
+//           thread and step gathered (stride C in shared memory: conflict-free where C is odd) and written with
+//           element stores.
+// The tile shapes are the planner's for AoS <-> SoA (k x F tiles, k * esize = 1 KiB) on tensors of ~400 MB.
+// Standalone (no PyTorch); every result is checked on the device.
+//
+//   nvcc -std=c++17 -arch=sm_90 -O3 --expt-relaxed-constexpr -I csrc benchmarks/tiles_harness.cu -o /tmp/tiles &&
+//   /tmp/tiles
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/transpose/skinny.cuh"
+
+using namespace torch_inplace::kernels;
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+// G consecutive R x C tiles -> C x R: 16-byte loads staged unpadded (tile g's element (i, j) at g*R*C + i*C + j),
+// then element u of the C x R outputs gathered from (i, j) = (u % R, u / R) and stored.
+template <typename T>
+__global__ void __launch_bounds__(kGroupThreads)
+    tiles_hybrid_kernel(T* __restrict__ base, int64_t tiles, uint32_t G, uint32_t R, uint32_t C,
+                        DivMod<uint32_t> dm_tile, DivMod<uint32_t> dm_r) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  constexpr int VEC = static_cast<int>(16 / sizeof(T));
+  constexpr int K = 4, K2 = 8;
+  const uint32_t rc = R * C;
+  const int64_t groups = (tiles + G - 1) / G;
+  for (int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+    const int64_t t0 = grp * G;
+    const uint32_t ng = static_cast<uint32_t>(tiles - t0 < G ? tiles - t0 : G);
+    const uint32_t total = ng * rc, total_v = total / VEC;
+    T* g = base + t0 * static_cast<int64_t>(rc);
+    const uint4* gv = reinterpret_cast<const uint4*>(g);
+    uint4* sv = reinterpret_cast<uint4*>(sm);
+    for (uint32_t w0 = threadIdx.x; w0 < total_v; w0 += blockDim.x * K) {
+      uint4 v[K];
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) v[s] = gv[w];
+      }
+#pragma unroll
+      for (int s = 0; s < K; ++s) {
+        const uint32_t w = w0 + s * blockDim.x;
+        if (w < total_v) sv[w] = v[s];
+      }
+    }
+    __syncthreads();
+    for (uint32_t u0 = threadIdx.x; u0 < total; u0 += blockDim.x * K2) {
+      T v[K2];
+#pragma unroll
+      for (int s = 0; s < K2; ++s) {
+        const uint32_t u = u0 + s * blockDim.x;
+        if (u < total) {
+          uint32_t o, i;
+          const uint32_t tg = dm_tile.div(u, &o);
+          const uint32_t j = dm_r.div(o, &i);  // output (j, i) of the C x R result
+          v[s] = sm[tg * rc + i * C + j];
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < K2; ++s) {
+        const uint32_t u = u0 + s * blockDim.x;
+        if (u < total) g[u] = v[s];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* a, int64_t n) {
+  for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
+    uint64_t h = (uint64_t)(x + 1) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    a[x] = static_cast<T>(h);
+  }
+}
+
+// Mismatches of A (tiles transposed) against orig.
+template <typename T>
+__global__ void check_kernel(const T* A, const T* orig, int64_t n, uint32_t R, uint32_t C, unsigned long long* bad) {
+  unsigned long long b = 0;
+  const int64_t rc = static_cast<int64_t>(R) * C;
+  for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = x / rc, o = x % rc, i = o / C, j = o % C;  // input (i, j) of tile t
+    b += A[t * rc + j * R + i] != orig[x];
+  }
+  if (b) atomicAdd(bad, b);
+}
+
+struct Case {
+  const char* what;
+  int es;
+  uint32_t R, C;
+};
+
+template <typename T>
+void run_case(const Case& c, const cudaDeviceProp& prop) {
+  const int64_t rc = int64_t{c.R} * c.C;
+  const int64_t tiles = (int64_t{400} << 20) / (rc * static_cast<int64_t>(sizeof(T)));
+  const int64_t n = tiles * rc;
+  T *A, *orig;
+  unsigned long long* bad;
+  CK(cudaMalloc(&A, n * sizeof(T)));
+  CK(cudaMalloc(&orig, n * sizeof(T)));
+  CK(cudaMalloc(&bad, sizeof(unsigned long long)));
+  fill_kernel<T><<<1024, 256>>>(orig, n);
+  cudaEvent_t s, e;
+  CK(cudaEventCreate(&s));
+  CK(cudaEventCreate(&e));
+  auto timed = [&](auto launch) {
+    std::vector<float> ts;
+    for (int rep = 0; rep < 12; ++rep) {
+      CK(cudaEventRecord(s));
+      launch();
+      CK(cudaEventRecord(e));
+      CK(cudaEventSynchronize(e));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, s, e));
+      if (rep >= 2) ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+  };
+  const double bytes = 2.0 * n * sizeof(T);
+  const float copy_ms = timed([&] { CK(cudaMemcpyAsync(A, orig, n * sizeof(T), cudaMemcpyDeviceToDevice)); });
+  std::printf("%-28s es %2d tiles %u x %u (%lld): copy %.3f ms (%.2f TB/s)\n", c.what, c.es, c.R, c.C,
+              (long long)tiles, copy_ms, bytes / copy_ms / 1e9);
+  const int64_t S = c.C | 1;
+  const int64_t tile_bytes = c.R * S * static_cast<int64_t>(sizeof(T));
+  const int64_t G = std::max<int64_t>(1, std::min<int64_t>(tiles, (32 * 1024) / tile_bytes));
+  const int64_t groups = (tiles + G - 1) / G;
+  const int grid = static_cast<int>(std::min<int64_t>(groups, int64_t{prop.multiProcessorCount} * 16));
+  auto variant = [&](const char* name, auto launch) {
+    CK(cudaMemcpy(A, orig, n * sizeof(T), cudaMemcpyDeviceToDevice));
+    launch();
+    CK(cudaGetLastError());
+    CK(cudaMemset(bad, 0, sizeof(unsigned long long)));
+    check_kernel<T><<<1024, 256>>>(A, orig, n, c.R, c.C, bad);
+    unsigned long long nbad = 0;
+    CK(cudaMemcpy(&nbad, bad, sizeof(nbad), cudaMemcpyDeviceToHost));
+    const float ms = timed(launch);
+    std::printf("    %-8s %.3f ms %.2f TB/s  (%.2fx the copy's time)  %s\n", name, ms, bytes / ms / 1e9, ms / copy_ms,
+                nbad ? "WRONG" : "ok");
+  };
+  const DivMod<uint32_t> dt(static_cast<uint32_t>(rc)), dc(c.C), dr(c.R);
+  const int64_t smem = G * tile_bytes;
+  {
+    auto k = group_tiles_vec_kernel<T, uint4>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    variant("vec", [&] {
+      k<<<grid, kGroupThreads, smem>>>(A, tiles, (uint32_t)G, c.R, c.C, (uint32_t)S, dt, dc, dr);
+    });
+  }
+  {
+    auto k = group_tiles_kernel<T>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    variant("scalar", [&] {
+      k<<<grid, kGroupThreads, smem>>>(A, tiles, (uint32_t)G, c.R, c.C, (uint32_t)S, dt, dc, dr);
+    });
+  }
+  {
+    const int64_t smem_h = G * rc * static_cast<int64_t>(sizeof(T));
+    auto k = tiles_hybrid_kernel<T>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_h)));
+    variant("hybrid", [&] { k<<<grid, kGroupThreads, smem_h>>>(A, tiles, (uint32_t)G, c.R, c.C, dt, dr); });
+  }
+  CK(cudaFree(A));
+  CK(cudaFree(orig));
+  CK(cudaFree(bad));
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device %s\n", prop.name);
+  const Case cases[] = {
+      {"AoS -> SoA fp32, 22 fields", 4, 256, 22}, {"SoA -> AoS fp32, 22 fields", 4, 22, 256},
+      {"AoS -> SoA fp32, 13 fields", 4, 256, 13}, {"SoA -> AoS fp32, 13 fields", 4, 13, 256},
+      {"AoS -> SoA fp32, 6 fields", 4, 256, 6},   {"SoA -> AoS fp32, 27 fields", 4, 27, 256},
+      {"AoS -> SoA fp64, 22 fields", 8, 128, 22}, {"SoA -> AoS fp64, 22 fields", 8, 22, 128},
+      {"AoS -> SoA fp64, 8 fields", 8, 128, 8},   {"SoA -> AoS fp64, 13 fields", 8, 13, 128},
+  };
+  for (const Case& c : cases) {
+    if (c.es == 4) {
+      run_case<uint32_t>(c, prop);
+    } else {
+      run_case<uint64_t>(c, prop);
+    }
+  }
+  return 0;
+}
