@@ -1,5 +1,6 @@
-// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu): error check,
-// random matrices with moving pivots and some singular ones, bitwise comparison and event timing.
+// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, shift_harness.cu,
+// tiles_harness.cu): error check, random matrices with moving pivots and some singular ones, bitwise comparison and
+// event timing.
 #pragma once
 
 #include <cuda_runtime.h>

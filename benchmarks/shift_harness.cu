@@ -27,18 +27,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "harness_common.cuh"
 #include "kernels/transpose/skinny.cuh"
 
 using namespace torch_inplace::kernels;
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // The library kernel as it was before it stepped its row index (a 64-bit division per element), for comparison.
 template <typename T, int E, bool kRight>
@@ -227,25 +219,8 @@ void run_case(const Case& c, int sms) {
   CK(cudaMalloc(&bad, 10 * sizeof(unsigned long long)));
   fill_kernel<T><<<1024, 256>>>(orig, total);
   CK(cudaGetLastError());
-  cudaEvent_t s, e;
-  CK(cudaEventCreate(&s));
-  CK(cudaEventCreate(&e));
-  auto timed = [&](auto launch) {
-    std::vector<float> ts;
-    for (int rep = 0; rep < 12; ++rep) {
-      CK(cudaEventRecord(s));
-      launch();
-      CK(cudaEventRecord(e));
-      CK(cudaEventSynchronize(e));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, s, e));
-      if (rep >= 2) ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-  };
   const double bytes = 2.0 * X * sizeof(T);
-  const float copy_ms = timed([&] { CK(cudaMemcpyAsync(cp, orig, X * sizeof(T), cudaMemcpyDeviceToDevice)); });
+  const float copy_ms = time_ms([&] { CK(cudaMemcpyAsync(cp, orig, X * sizeof(T), cudaMemcpyDeviceToDevice)); });
   std::printf("%-34s es %2d F %6lld body %9lld r %5lld %s: copy %.3f ms (%.2f TB/s)\n", c.what, c.es, (long long)c.F,
               (long long)c.body, (long long)c.r, kRight ? "right" : "left ", copy_ms, bytes / copy_ms / 1e9);
   auto variant = [&](const char* name, auto kernel, int E) {
@@ -277,7 +252,7 @@ void run_case(const Case& c, int sms) {
       }
       nbad += b;
     }
-    const float ms = timed(launch);
+    const float ms = time_ms(launch);
     std::printf("    %-8s %.3f ms %.2f TB/s  (%.2fx the copy's time)  %s\n", name, ms, bytes / ms / 1e9, ms / copy_ms,
                 nbad ? "WRONG" : "ok");
   };

@@ -19,18 +19,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "harness_common.cuh"
 #include "kernels/transpose/skinny.cuh"
 
 using namespace torch_inplace::kernels;
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // G consecutive R x C tiles -> C x R: 16-byte loads staged unpadded (tile g's element (i, j) at g*R*C + i*C + j),
 // then element u of the C x R outputs gathered from (i, j) = (u % R, u / R) and stored.
@@ -125,25 +117,8 @@ void run_case(const Case& c, const cudaDeviceProp& prop) {
   CK(cudaMalloc(&orig, n * sizeof(T)));
   CK(cudaMalloc(&bad, sizeof(unsigned long long)));
   fill_kernel<T><<<1024, 256>>>(orig, n);
-  cudaEvent_t s, e;
-  CK(cudaEventCreate(&s));
-  CK(cudaEventCreate(&e));
-  auto timed = [&](auto launch) {
-    std::vector<float> ts;
-    for (int rep = 0; rep < 12; ++rep) {
-      CK(cudaEventRecord(s));
-      launch();
-      CK(cudaEventRecord(e));
-      CK(cudaEventSynchronize(e));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, s, e));
-      if (rep >= 2) ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-  };
   const double bytes = 2.0 * n * sizeof(T);
-  const float copy_ms = timed([&] { CK(cudaMemcpyAsync(A, orig, n * sizeof(T), cudaMemcpyDeviceToDevice)); });
+  const float copy_ms = time_ms([&] { CK(cudaMemcpyAsync(A, orig, n * sizeof(T), cudaMemcpyDeviceToDevice)); });
   std::printf("%-28s es %2d tiles %u x %u (%lld): copy %.3f ms (%.2f TB/s)\n", c.what, c.es, c.R, c.C,
               (long long)tiles, copy_ms, bytes / copy_ms / 1e9);
   const int64_t S = c.C | 1;
@@ -159,7 +134,7 @@ void run_case(const Case& c, const cudaDeviceProp& prop) {
     check_kernel<T><<<1024, 256>>>(A, orig, n, c.R, c.C, bad);
     unsigned long long nbad = 0;
     CK(cudaMemcpy(&nbad, bad, sizeof(nbad), cudaMemcpyDeviceToHost));
-    const float ms = timed(launch);
+    const float ms = time_ms(launch);
     std::printf("    %-8s %.3f ms %.2f TB/s  (%.2fx the copy's time)  %s\n", name, ms, bytes / ms / 1e9, ms / copy_ms,
                 nbad ? "WRONG" : "ok");
   };
