@@ -549,8 +549,11 @@ def test_skinny_every_field_count(esize, knobs):
 @pytest.mark.parametrize("knobs", [{}, NO_ONCHIP, dict(TORCH_INPLACE_GPU_SKINNY="cut", **NO_ONCHIP),
                                    dict(TORCH_INPLACE_GPU_SKINNY_BYTES="256", **NO_ONCHIP),
                                    dict(TORCH_INPLACE_GPU_SKINNY_BYTES="2048", **NO_ONCHIP),
-                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0", **NO_ONCHIP)])
+                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="0", **NO_ONCHIP),
+                                   dict(TORCH_INPLACE_GPU_SKINNY_TILEVEC="vec", **NO_ONCHIP)])
 def test_skinny_batched_and_knobs(knobs):
+    # The tile pass: the hybrid kernel by default where a tile row of C fields is not a multiple of 8 words (4- and
+    # 8-byte elements), the vec kernel with TILEVEC=vec (and for the other rows), element accesses with TILEVEC=0.
     rng = random.Random(7)
     with env(**knobs):
         for esize in (1, 2, 4, 8, 16):

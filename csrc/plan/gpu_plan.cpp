@@ -400,7 +400,9 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   Plan::GpuSteps g;
   g.sk_k = k;
   g.sk_group_bytes = kSkinnyGroupBytes;
-  g.sk_tile_vec = env_is("TORCH_INPLACE_GPU_SKINNY_TILEVEC", "0") ? 0 : 1;
+  g.sk_tile_vec = env_is("TORCH_INPLACE_GPU_SKINNY_TILEVEC", "0")     ? 0
+                  : env_is("TORCH_INPLACE_GPU_SKINNY_TILEVEC", "vec") ? 2
+                                                                      : 1;
   int64_t off = 0;
   const int64_t nb = r == 0 ? p.batch : 1;  // with a cut the matrices run one at a time, sharing the scratch
   g.sk_bits_off = off;

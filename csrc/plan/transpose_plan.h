@@ -114,7 +114,9 @@ struct Plan {
     // bits at sk_bits_off, the r x F remainder at sk_rem_off, the cut's chunk flags + ticket at sk_chunk_off.
     // sk_group_bytes: shared memory a tile block aims at (several short tiles per block).
     int64_t sk_k = 0, sk_bits_off = 0, sk_rem_off = 0, sk_chunk_off = 0, sk_group_bytes = 0;
-    int64_t sk_tile_vec = 1;  // 16-byte global accesses in the tile pass where aligned (0: element accesses)
+    // The tile pass's kernel where 16-byte global accesses align: 1 the hybrid where its gather is free of bank
+    // conflicts, else vec; 2 always vec; 0 element accesses (TORCH_INPLACE_GPU_SKINNY_TILEVEC=vec / 0: measurements).
+    int64_t sk_tile_vec = 1;
     int64_t sq_narrow = 0;  // square tile-pair swaps with 32 x 32 tiles for every element size (a measurement knob)
     // On chip (kernels/transpose/onchip.cuh): oc_tr x oc_tc tiles staged with row stride oc_s, oc_per_block
     // tiles in each of oc_grid blocks, oc_smem bytes of shared memory per block. oc_wave > 0 (a batch too large

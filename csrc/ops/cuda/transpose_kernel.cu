@@ -500,15 +500,27 @@ struct Engine {
     const int64_t tile_bytes = R * S * static_cast<int64_t>(sizeof(T));
     const int64_t G = std::max<int64_t>(1, std::min<int64_t>(tiles, pl.steps.sk_group_bytes / tile_bytes));
     const int64_t smem = G * tile_bytes;
-    auto k = group_tiles_kernel<T>;
-    // 16-byte global accesses where the element type is narrower and every group starts 16-byte aligned.
-    if (sizeof(T) < 16 && pl.steps.sk_tile_vec && (R * C * static_cast<int64_t>(sizeof(T))) % 16 == 0 &&
-        reinterpret_cast<uintptr_t>(A) % 16 == 0) {
-      k = group_tiles_vec_kernel<T, uint4>;
-    }
-    TI_CHECK(allow_smem(k, smem));
     const int64_t groups = (tiles + G - 1) / G;
     const int grid = static_cast<int>(std::min<int64_t>(groups, int64_t{caps.num_sms} * 16));
+    // 16-byte global accesses where the element type is narrower and every group starts 16-byte aligned: the hybrid
+    // kernel where its gather is (nearly) free of bank conflicts (sk_tile_vec 1), else the vec kernel.
+    const bool vec = sizeof(T) < 16 && pl.steps.sk_tile_vec != 0 &&
+                     (R * C * static_cast<int64_t>(sizeof(T))) % 16 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0;
+    if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+      if (vec && pl.steps.sk_tile_vec == 1 && hybrid_tiles<T>(C)) {
+        auto k = group_tiles_hybrid_kernel<T>;
+        const int64_t smem_h = G * R * C * static_cast<int64_t>(sizeof(T));  // unpadded
+        TI_CHECK(allow_smem(k, smem_h));
+        k<<<grid, kGroupThreads, smem_h, stream>>>(A, tiles, static_cast<uint32_t>(G), static_cast<uint32_t>(R),
+                                                   static_cast<uint32_t>(C),
+                                                   DivMod<uint32_t>(static_cast<uint32_t>(R * C)),
+                                                   DivMod<uint32_t>(static_cast<uint32_t>(R)));
+        TI_LAUNCH_CHECK();
+        return cudaSuccess;
+      }
+    }
+    auto k = vec ? group_tiles_vec_kernel<T, uint4> : group_tiles_kernel<T>;
+    TI_CHECK(allow_smem(k, smem));
     k<<<grid, kGroupThreads, smem, stream>>>(A, tiles, static_cast<uint32_t>(G), static_cast<uint32_t>(R),
                                              static_cast<uint32_t>(C), static_cast<uint32_t>(S),
                                              DivMod<uint32_t>(static_cast<uint32_t>(R * C)),
