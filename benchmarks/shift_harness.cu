@@ -8,7 +8,7 @@
 //
 // Variants (all keep the library kernel's protocol: chunks in the safe order through a ticket, a chunk writes once
 // the chunks within reach of its destination have loaded):
-//   div      the library kernel before it used a strength-reduced division (a 64-bit division per element);
+//   div      the library kernel before it used a strength-reduced division (a 64-bit division per element; MODE 3);
 //   lib      the library kernel (E = 64 bytes per thread); wide: 128 bytes per thread, half: 32.
 // DIAG=1 runs each correctness check five times and adds divhalf (div with 32 bytes a thread) and three kernels
 // that carry the row index from element to element instead of dividing (h-plain as the library had it for one
@@ -32,60 +32,11 @@
 
 using namespace torch_inplace::kernels;
 
-// The library kernel as it was before it stepped its row index (a 64-bit division per element), for comparison.
-template <typename T, int E, bool kRight>
-__global__ void __launch_bounds__(kShiftThreads)
-    shift_div_kernel(T* __restrict__ A, int64_t F, int64_t body, int64_t r, unsigned* flags, int64_t nchunks,
-                     DivMod<uint64_t>) {
-  __shared__ int64_t s_chunk;
-  const int64_t C = static_cast<int64_t>(E) * blockDim.x;
-  const int64_t X = F * body;
-  const int64_t reach = ((F - 1) * r + C - 1) / C + 1;
-  unsigned* ticket = flags + nchunks;
-  while (true) {
-    if (threadIdx.x == 0) {
-      const int64_t t = atomicAdd(ticket, 1u);
-      s_chunk = t < nchunks ? (kRight ? nchunks - 1 - t : t) : -1;
-    }
-    __syncthreads();
-    const int64_t i = s_chunk;
-    __syncthreads();
-    if (i < 0) return;
-    T v[E];
-    const int64_t x0 = i * C + threadIdx.x;
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const int64_t x = x0 + e * static_cast<int64_t>(blockDim.x);
-      if (x < X) v[e] = kRight ? A[x] : A[x + (x / body) * r];
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) atomicExch(flags + i, 1u);
-    const int64_t first = kRight ? i + 1 : (i - reach > 0 ? i - reach : 0);
-    const int64_t last = kRight ? (i + reach < nchunks - 1 ? i + reach : nchunks - 1) : i - 1;
-    for (int64_t j = first + threadIdx.x; j <= last; j += blockDim.x) {
-      while (*reinterpret_cast<volatile unsigned*>(flags + j) == 0) {
-      }
-    }
-    __threadfence();
-    __syncthreads();
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const int64_t x = x0 + e * static_cast<int64_t>(blockDim.x);
-      if (x < X) {
-        if (kRight) {
-          A[x + (x / body) * r] = v[e];
-        } else {
-          A[x] = v[e];
-        }
-      }
-    }
-  }
-}
-
-// Diagnostics: the row index carried from element to element (one division per thread and chunk), MODE 0 as the
-// library had it for one commit; MODE 1: the loaded values staged in shared memory before the barrier; MODE 2:
-// every thread fences and counts itself into the chunk's flag (a chunk has loaded when its flag reaches blockDim.x).
+// The library kernel's protocol with other row computations. MODE 3: a 64-bit division per element (the library
+// before this harness). Diagnostics, the row index carried from element to element (one division per thread and
+// chunk): MODE 0 as the library had it in the working tree; MODE 1: the loaded values staged in shared memory before
+// the barrier; MODE 2: every thread fences and counts itself into the chunk's flag (a chunk has loaded when its flag
+// reaches blockDim.x).
 template <typename T, int E, bool kRight, int MODE>
 __global__ void __launch_bounds__(kShiftThreads)
     shift_mode_kernel(T* __restrict__ A, int64_t F, int64_t body, int64_t r, unsigned* flags, int64_t nchunks,
@@ -112,7 +63,9 @@ __global__ void __launch_bounds__(kShiftThreads)
     const int64_t row0 = static_cast<int64_t>(dm_body.div(static_cast<uint64_t>(x0), &rem0));
     const int64_t next0 = x0 - static_cast<int64_t>(rem0) + body;
     auto step_row = [&](int64_t x, int64_t& row, int64_t& next) {
-      if (x >= next) {
+      if (MODE == 3) {
+        row = x / body;
+      } else if (x >= next) {
         uint64_t rem;
         row = static_cast<int64_t>(dm_body.div(static_cast<uint64_t>(x), &rem));
         next = x - static_cast<int64_t>(rem) + body;
@@ -257,13 +210,13 @@ void run_case(const Case& c, int sms) {
                 nbad ? "WRONG" : "ok");
   };
   constexpr int E = shift_elems<T>();
-  variant("div", shift_div_kernel<T, E, kRight>, E);
+  variant("div", shift_mode_kernel<T, E, kRight, 3>, E);
   variant("lib", ordered_shift_kernel<T, E, kRight>, E);
   variant("wide", ordered_shift_kernel<T, 2 * E, kRight>, 2 * E);
   constexpr int H = (E / 2 > 0) ? E / 2 : 1;
   variant("half", ordered_shift_kernel<T, H, kRight>, H);
   if (std::getenv("DIAG")) {
-    variant("divhalf", shift_div_kernel<T, H, kRight>, H);
+    variant("divhalf", shift_mode_kernel<T, H, kRight, 3>, H);
     variant("h-smem", shift_mode_kernel<T, H, kRight, 1>, H);
     variant("h-count", shift_mode_kernel<T, H, kRight, 2>, H);
     variant("h-plain", shift_mode_kernel<T, H, kRight, 0>, H);
