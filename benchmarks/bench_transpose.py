@@ -225,6 +225,19 @@ def near_square_shapes(rng, count):
     return out
 
 
+def image_shapes():
+    """Beside the issue's groups: batches of images between HWC and CHW (the layout change of image pipelines:
+    decoders give HWC, models take CHW), as (B, H W, C) -> (B, C, H W) and back; a lone image is 2-D."""
+    out = []
+    for (h, w), batches, chans in [((224, 224), (1, 64, 256), (3,)), ((512, 512), (1, 32), (3, 4)),
+                                   ((1080, 1920), (1, 8), (3, 4)), ((2160, 3840), (1,), (3,))]:
+        for b in batches:
+            for c in chans:
+                hwc = (h * w, c) if b == 1 else (b, h * w, c)
+                out += [(hwc, "aos_to_soa"), (hwc[:-2] + (c, h * w), "soa_to_aos")]
+    return out
+
+
 def summarize(rows, key="ratio"):
     vals = [r[key] for r in rows]
     return dict(count=len(rows), median_ratio=statistics.median(vals) if vals else None,
@@ -248,7 +261,8 @@ def plots(results, outdir, copy_gbs, suffix=""):
               ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16"),
               ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32"),
               ("gcd_fp32", "a large common divisor, fp32"), ("nearsq_fp32", "near-square fp32"),
-              ("nearsq_fp64", "near-square fp64")]
+              ("nearsq_fp64", "near-square fp64"), ("image_u8", "images HWC <-> CHW uint8"),
+              ("image_fp32", "images HWC <-> CHW fp32")]
     fig, axes = plt.subplots(5, 3, figsize=(15, 20))
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
@@ -353,6 +367,10 @@ def main():
     run("gcd_fp32", gcd_set, 4)
     run("nearsq_fp32", nearsq, 4)
     run("nearsq_fp64", nearsq, 8)
+    # not in the default run (the issue's groups and the earlier extras keep their run time): --only image
+    if any(o == "image" or o.startswith("image_") for o in only):
+        run("image_u8", image_shapes(), 1)
+        run("image_fp32", image_shapes(), 4)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

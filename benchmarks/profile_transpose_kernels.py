@@ -32,8 +32,14 @@ def main():
                   for s in args.shapes.split(",")]
     print(f"device {torch.cuda.get_device_name()}", flush=True)
     for shape, es in shapes:
-        dt = {4: torch.float32, 8: torch.float64}[es]
-        src = torch.empty(shape, device="cuda", dtype=dt).uniform_()
+        dt = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}[es]
+        src = torch.empty(shape, device="cuda", dtype=dt)
+        if dt == torch.uint8:
+            src.random_(0, 256)
+        elif dt.is_complex:
+            torch.view_as_real(src).uniform_()
+        else:
+            src.uniform_()
         x = torch.empty_like(src)
         want = src.mT.contiguous()
         plan = torch_inplace.plan(shape, dt, "cuda")
@@ -47,6 +53,7 @@ def main():
                 torch.ops.inplace._transpose_data_(x)
             torch.cuda.synchronize()
         gb = 2 * math.prod(shape) * es / 1e9
+        mat = shape[-2:]
         total = 0.0
         lines = []
         for ev in prof.key_averages():
@@ -58,7 +65,7 @@ def main():
                 total += t * ev.count / args.reps
             lines.append(f"    {t:9.1f} us x{ev.count // args.reps:<2d} {gb / (t * 1e-6) / 1e3:6.2f} TB/s  "
                          f"{'(refill) ' if refill else ''}{ev.key[:90]}")
-        print(f"{shape} fp{8 * es} gcd {math.gcd(*shape)} {plan.algorithm}: our kernels {total:.1f} us "
+        print(f"{shape} {str(dt).replace('torch.', '')} gcd {math.gcd(*mat)} {plan.algorithm}: our kernels {total:.1f} us "
               f"({gb / (total * 1e-6) / 1e3:.2f} TB/s-equivalent); {plan.explanation}", flush=True)
         print("\n".join(lines), flush=True)
         del src, x, want

@@ -885,3 +885,62 @@ def test_row_kernels_register_bound(esize, min_blocks):
                     continue
                 for algorithm in ("c2r", "r2c"):
                     check(shape, esize, algorithm)
+
+
+# ---- on chip, skinny kernel: whole rows / columns in 16-byte chunks (kernels/transpose/onchip_skinny.cuh) --------
+
+
+@pytest.mark.parametrize("esize", [1, 2, 4, 8, 16])
+def test_onchip_skinny_forced_random_shapes(esize):
+    # Every shape whose on-chip tiles are whole rows or whole columns, through the skinny kernel (forced wherever it
+    # applies): 1-64 fields, runs that start and end anywhere in a 16-byte chunk, blocks over several matrices,
+    # AoS -> SoA and SoA -> AoS.
+    rng = random.Random(900 + esize)
+    shapes = []
+    for k in range(120):
+        f = rng.randint(1, 64)
+        length = rng.randint(1, 30000) if k % 3 else rng.randint(1, 300)
+        b = rng.choice([1, 1, 2, 3, 7, 64])
+        sh = (length, f) if k % 2 else (f, length)
+        shapes.append(sh if b == 1 else (b,) + sh)
+    shapes += [(2073600, 3), (3, 2073600), (8, 50176, 3), (8, 3, 50176), (1, 17), (17, 1), (16, 16), (5, 1, 9)]
+    ran = 0
+    with env(TORCH_INPLACE_GPU_ONCHIP_SKINNY="1"):
+        for shape in shapes:
+            if not _onchip_fits(shape, esize):
+                continue
+            p = torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm="onchip")
+            if "skinny kernel" not in p.explanation:
+                continue
+            check(shape, esize, "onchip")
+            ran += 1
+    assert ran > 60, ran
+
+
+def test_onchip_skinny_is_auto_for_images_and_explains():
+    # HWC <-> CHW images (and batches of them, in waves past the shared memory) take the skinny kernel; the same
+    # bytes as the element kernel (TORCH_INPLACE_GPU_ONCHIP_SKINNY=0).
+    for shape, esize in [((1080 * 1920, 3), 1), ((3, 1080 * 1920), 1), ((256, 224 * 224, 3), 1), ((64, 3, 224 * 224), 2),
+                         ((1080 * 1920, 3), 4), ((4, 1000 * 1000), 4)]:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert p.algorithm == "onchip" and "16-byte chunks" in p.explanation, (shape, p.explanation)
+        check(shape, esize)
+        with env(TORCH_INPLACE_GPU_ONCHIP_SKINNY="0"):
+            assert "16-byte chunks" not in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
+            check(shape, esize)
+    assert "waves of" in torch_inplace.plan((256, 224 * 224, 3), torch.uint8, "cuda").explanation
+    # Where the element kernel is as fast or faster: small 4-byte tensors, tiles of whole tiny matrices, 16 bytes.
+    for shape, esize in [((55522, 5), 4), ((4096, 8, 8), 4), ((10000, 3), 16)]:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        assert p.algorithm == "onchip" and "16-byte chunks" not in p.explanation, (shape, p.explanation)
+
+
+def test_onchip_skinny_public_ops_roundtrip():
+    # aos_to_soa_ / soa_to_aos_ on a batch of RGB images, there and back, through the skinny kernel.
+    x = torch.randint(0, 256, (16, 240 * 320, 3), dtype=torch.uint8, device="cuda")
+    want = x.mT.contiguous()
+    y = x.clone()
+    torch_inplace.aos_to_soa_(y)
+    assert y.shape == (16, 3, 240 * 320) and torch.equal(y, want)
+    torch_inplace.soa_to_aos_(y)
+    assert torch.equal(y, x)

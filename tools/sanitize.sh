@@ -6,7 +6,7 @@
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
-# swaps, skinny past 64 fields, cut and padded.)
+# swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -79,8 +79,8 @@ def transposed_ok(shape, es, algo):
 
 
 parts = os.environ.get("TI_SANITIZE_PARTS", "all")
-if parts == "tiled":  # only the tiled sequences, skinny past 64 fields and padded (the last transposition cases)
-    knobs = []
+if parts in ("tiled", "onchip"):  # tiled: only the tiled sequences, skinny past 64 fields and padded (the last
+    knobs = []                     # transposition cases); onchip: only the skinny on-chip kernel
 for kv in knobs:
     set_knobs(kv)
     for shape, es, algo in cases:
@@ -90,11 +90,25 @@ for kv in knobs:
 # On chip in waves (a batch over the GPU's shared memory, each matrix within it; a partial last wave): once, with the
 # planner's defaults, as the waves are large for the sanitizer.
 set_knobs({})
-for shape, es in (() if parts == "tiled" else (((5, 1500, 1001), 4), ((7, 1200, 1001), 4), ((9, 2000, 1999), 1))):
+for shape, es in (() if parts in ("tiled", "onchip") else (((5, 1500, 1001), 4), ((7, 1200, 1001), 4),
+                                                           ((9, 2000, 1999), 1))):
     expl = torch_inplace.plan(shape, dt[es], "cuda").explanation
     ok = transposed_ok(shape, es, "onchip") and "waves" in expl
     bad += not ok
     print({"onchip_waves": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
+# The skinny on-chip kernel (both sides in 16-byte chunks), forced wherever it applies: whole rows and whole columns,
+# blocks over several matrices, run ends off the chunk boundaries, every element size, in waves; once.
+set_knobs({"TORCH_INPLACE_GPU_ONCHIP_SKINNY": "1"})
+for shape, es in (() if parts == "tiled" else (((3001, 3), 1), ((3, 3001), 1), ((7, 1001, 5), 2), ((5, 7, 1003), 4),
+                                              ((4000, 17), 8), ((9, 300), 16), ((40, 50176, 3), 1),
+                                              ((256, 50176, 3), 1))):
+    expl = torch_inplace.plan(shape, dt[es], "cuda", algorithm="onchip").explanation
+    ok = transposed_ok(shape, es, "onchip") and "skinny kernel" in expl
+    bad += not ok
+    print({"onchip_skinny": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
+set_knobs({})
+if parts == "onchip":
+    sys.exit(1 if bad else 0)
 # Tiled sequences 2.1 / 2.2 (the short side divides the long one: tiles swapped in place, super-elements by cycle
 # following): one slice and several (the last one shorter), 16-byte units and elements, batches; and the skinny path
 # past 64 fields; once, with defaults.

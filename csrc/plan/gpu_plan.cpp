@@ -706,11 +706,46 @@ int64_t balanced(int64_t len, int64_t most) {
   return ceil_div(len, pieces);
 }
 
+// Where the skinny on-chip kernel goes first: F fields, L records a matrix, `bytes` in the tensor. H200 GPU time
+// against onchip_transpose_kernel on the same plan (benchmarks/onchip_skinny_harness.cu,
+// results/NVIDIA_H200/history_onchip_skinny_harness.log): 1-byte 1.2-3.2x on every skinny shape (a 1080p RGB image
+// 24.7 -> 11.6 us); 2-byte 1.7-2.3x from 1 MB on, 0.91-1.0x below; 4-byte 1.07-1.5x from 4 MB on (F = 3 images
+// 1.33-1.5x, F = 11..17 1.07-1.23x), 0.85-0.98x below; 8-byte 0.91-0.98x up to 2 MB, 1.03-1.05x at 77 MB; 16-byte
+// 0.92-0.98x; tiles of whole tiny matrices (runs of 8-48 records) 0.16-0.56x.
+bool onchip_skinny_rule(int64_t es, int64_t F, int64_t L, int64_t bytes) {
+  if (F > 32 || L < 1024) return false;
+  switch (es) {
+    case 1: return true;
+    case 2: return bytes >= (int64_t{1} << 20);
+    case 4: return bytes >= (int64_t{4} << 20);
+    case 8: return bytes >= (int64_t{32} << 20);
+    default: return false;
+  }
+}
+
 int64_t onchip_stride(int64_t tc, int64_t es) {
   int64_t s = tc;
   if (es >= 8) return s | 1;
   while ((s * es) % 4 != 0 || ((s * es) / 4) % 2 == 0) ++s;
   return s;
+}
+
+// The skinny on-chip kernel (kernels/transpose/onchip_skinny.cuh): where tiles are whole rows (tc == n) or whole
+// columns (tr == m), both sides of the transposition move in 16-byte chunks. Whether it runs for this problem
+// (onchip_skinny_rule; TORCH_INPLACE_GPU_ONCHIP_SKINNY=0 / 1: never / wherever it applies, for measurements).
+bool onchip_skinny_wanted(const Problem& p, int64_t tr, int64_t tc) {
+  const int64_t m = p.rows, n = p.cols;
+  if ((tc != n && tr != m) || env_is("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0")) return false;
+  if (env_is("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "1")) return true;
+  return onchip_skinny_rule(p.esize, tc == n ? n : m, tc == n ? m : n, p.batch * m * n * p.esize);
+}
+
+// Its shared memory per block, as onchip_skinny_smem_bytes there: the tiles' elements unpadded, plus two chunks per
+// run of each matrix the block's tiles touch.
+int64_t onchip_skinny_smem(const Problem& p, int64_t tr, int64_t tc, int64_t per_block, int64_t per_matrix) {
+  const int64_t F = tc == p.cols ? p.cols : p.rows, Lt = tc == p.cols ? tr : tc;
+  const int64_t segments = std::min(per_block, ceil_div(per_block, per_matrix) + 1);
+  return per_block * Lt * F * p.esize + segments * F * 32 + 16;
 }
 
 bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
@@ -731,11 +766,14 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   const int64_t per_matrix = ceil_div(m, tr) * ceil_div(n, tc);
   // Tiles a block holds when the grid (one block per SM) takes `mats` matrices at once, and its shared memory.
   auto per_block_for = [&](int64_t mats) { return ceil_div(mats * per_matrix, std::max(1, caps.num_sms)); };
-  // That shared memory, or -1 past the budget or past 32-bit offsets inside the matrices.
+  // That shared memory (the skinny kernel's where it runs: unpadded, so more fits), or -1 past the budget or past
+  // 32-bit offsets inside the matrices.
+  const bool skinny = onchip_skinny_wanted(p, tr, tc);
   auto smem_for = [&](int64_t mats) -> int64_t {
     if (caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) || mats * per_matrix >= (int64_t{1} << 31)) return -1;
     const int64_t per_block = per_block_for(mats);
-    const int64_t smem = align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
+    const int64_t smem = skinny ? onchip_skinny_smem(p, tr, tc, per_block, per_matrix)
+                                : align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
     return smem <= smem_budget(caps) ? smem : -1;
   };
   int64_t wave = p.batch;
@@ -759,30 +797,35 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   const int64_t per_block = per_block_for(wave);
   const int64_t smem = smem_for(wave);
   Plan::GpuSteps g;
+  g.oc_skinny = skinny ? smem : 0;
   g.oc_tr = tr;
   g.oc_tc = tc;
   g.oc_s = s;
   g.oc_per_block = per_block;
   g.oc_grid = ceil_div(tiles, per_block);
-  g.oc_smem = smem;
+  g.oc_smem = skinny ? align64(per_block * kOnChipTileRecord) + per_block * tr * s * es : smem;
   g.oc_wave = wave < p.batch ? wave : 0;
   plan.algo = Algo::OnChip;
   plan.problem = p;
   plan.gpu = g;
   plan.scratch_bytes = 0;
+  const std::string skinny_note =
+      g.oc_skinny > 0 ? std::string("; whole ") + (tc == n ? "rows" : "columns") +
+                            " of few fields: both sides move in 16-byte chunks (skinny kernel)"
+                      : std::string();
   if (g.oc_wave > 0) {
     const int64_t waves = ceil_div(p.batch, wave);
     plan.reason = "each matrix fits in shared memory: one cooperative kernel takes the batch in " +
                   std::to_string(waves) + " waves of " + std::to_string(wave) + " matrices (" +
                   std::to_string(g.oc_grid) + " blocks of " + std::to_string(smem) + " B); each wave stages its " +
                   std::to_string(tiles) + " tiles of " + std::to_string(tr) + " x " + std::to_string(tc) +
-                  ", syncs the grid and writes them transposed (one read and one write per element)";
+                  ", syncs the grid and writes them transposed (one read and one write per element)" + skinny_note;
     return true;
   }
   plan.reason = "the tensor fits in shared memory (" + std::to_string(g.oc_grid) + " blocks of " +
                 std::to_string(smem) + " B): one cooperative kernel stages " + std::to_string(tiles) + " tiles of " +
                 std::to_string(tr) + " x " + std::to_string(tc) +
-                ", syncs the grid and writes them transposed (one read and one write per element)";
+                ", syncs the grid and writes them transposed (one read and one write per element)" + skinny_note;
   return true;
 }
 

@@ -123,6 +123,11 @@ struct Plan {
     // for the shared memory, each matrix small enough): the kernel takes the batch oc_wave matrices at a time
     // (the last wave may hold fewer), and oc_per_block / oc_grid are those of one wave.
     int64_t oc_tr = 0, oc_tc = 0, oc_s = 0, oc_per_block = 0, oc_grid = 0, oc_smem = 0, oc_wave = 0;
+    // Tiles of whole rows or whole columns (AoS <-> SoA): oc_skinny > 0 runs the skinny kernel with 16-byte
+    // accesses (kernels/transpose/onchip_skinny.cuh) on oc_skinny bytes of shared memory per block (what decided
+    // that the tensor fits; oc_smem is then the element kernel's, which the launcher falls back to only for an
+    // address that is not a multiple of the element size, where every kernel of the engine would fault anyway).
+    int64_t oc_skinny = 0;
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

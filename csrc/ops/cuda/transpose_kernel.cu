@@ -19,6 +19,7 @@
 #include "kernels/transpose/cluster_columns.cuh"
 #include "kernels/transpose/grid_columns.cuh"
 #include "kernels/transpose/onchip.cuh"
+#include "kernels/transpose/onchip_skinny.cuh"
 #include "kernels/transpose/skinny.cuh"
 #include "kernels/transpose/square.cuh"
 #include "kernels/transpose/tiles.cuh"
@@ -637,6 +638,12 @@ struct Engine {
   cudaError_t onchip() {
     const auto& g = pl.steps;
     const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block, g.oc_wave);
+    // The skinny kernel's 16-byte chunks start at the 16-byte boundary before the tensor: its address must be a
+    // multiple of the element size (PyTorch's storages are) for the chunks to hold whole elements.
+    if (g.oc_skinny > 0 && reinterpret_cast<uintptr_t>(data) % sizeof(T) == 0) {
+      auto* sk = geo.waves > 1 ? onchip_skinny_kernel<T, true> : onchip_skinny_kernel<T, false>;
+      return launch_cooperative(sk, g.oc_grid, kOnChipThreads, g.oc_skinny, stream, data, geo);
+    }
     auto* kernel = geo.waves > 1 ? onchip_transpose_kernel<T, onchip_unroll<T>(), true> : onchip_transpose_kernel<T>;
     return launch_cooperative(kernel, g.oc_grid, kOnChipThreads, g.oc_smem, stream, data, geo);
   }
