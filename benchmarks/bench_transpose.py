@@ -4,7 +4,7 @@ Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, pl
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
 directions, fp32 and fp64); beside those (not target groups of the issue), batched (B, m, n) matrices as models
 hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields, shapes with one side a multiple of the other or a large
-common divisor (fp32) and near-square shapes (fp32, fp64). Baselines in the same run: y.copy_(x.mT) into a
+common divisor (fp32), near-square shapes (fp32, fp64) and images between HWC and CHW (uint8, fp32). Baselines in the same run: y.copy_(x.mT) into a
 preallocated y, and copy bandwidth
 (2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
 twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
@@ -367,10 +367,8 @@ def main():
     run("gcd_fp32", gcd_set, 4)
     run("nearsq_fp32", nearsq, 4)
     run("nearsq_fp64", nearsq, 8)
-    # not in the default run (the issue's groups and the earlier extras keep their run time): --only image
-    if any(o == "image" or o.startswith("image_") for o in only):
-        run("image_u8", image_shapes(), 1)
-        run("image_fp32", image_shapes(), 4)
+    run("image_u8", image_shapes(), 1)
+    run("image_fp32", image_shapes(), 4)
     summary = {k: summarize(v) for k, v in results.items()}
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "

@@ -69,6 +69,10 @@ static void run(const char* tname, const plan::DeviceCaps& caps, int optin, std:
   CK(cudaFuncSetAttribute(onchip_transpose_kernel<T, 4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
   CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
   CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, false, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, false, 3, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, false, 4, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  CK(cudaFuncSetAttribute(onchip_skinny_kernel<T, false, 2, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
   for (const auto& sh : shapes) {
     const int64_t b = sh.size() == 3 ? sh[0] : 1, m = sh[sh.size() - 2], n = sh[sh.size() - 1];
     plan::Problem pr;
@@ -130,11 +134,40 @@ static void run(const char* tname, const plan::DeviceCaps& caps, int optin, std:
     if (old_fits) check(old_k, ok_old);
     check(new_k, ok_new);
     const double t_old = old_fits ? time_us(old_k) : 0.0, t_new = time_us(new_k);
+    // Sweep of the depths (one wave only): chunks in flight per thread in the loading phase 1 / 3 / 4, and 2 with
+    // two chunks gathered at once.
+    double tv[4] = {0, 0, 0, 0};
+    if (!waves) {
+      auto var = [&](auto kernel) {
+        return [&, kernel] {
+          void* args[] = {&d, &geo};
+          coop(kernel, grid, sk_smem, args);
+        };
+      };
+      auto k0 = var(onchip_skinny_kernel<T, false, 1, 1>);
+      auto k1 = var(onchip_skinny_kernel<T, false, 3, 1>);
+      auto k2 = var(onchip_skinny_kernel<T, false, 4, 1>);
+      auto k3 = var(onchip_skinny_kernel<T, false, 2, 2>);
+      bool okv = true;
+      check(k0, okv);
+      ok_new = ok_new && okv;
+      check(k1, okv);
+      ok_new = ok_new && okv;
+      check(k2, okv);
+      ok_new = ok_new && okv;
+      check(k3, okv);
+      ok_new = ok_new && okv;
+      tv[0] = time_us(k0);
+      tv[1] = time_us(k1);
+      tv[2] = time_us(k2);
+      tv[3] = time_us(k3);
+    }
     const double gb = 2.0 * numel * es / 1e3;  // bytes / us -> GB/s with /1e3
     std::printf("%-4s (%5lld, %8lld, %8lld) %s F %2lld grid %3d waves %2u smem %6d/%6d | old %8.2f us %6.0f GB/s | "
-                "skinny %8.2f us %6.0f GB/s | %5.2fx | %s %s\n",
+                "skinny %8.2f us %6.0f GB/s | %5.2fx | LD1 %7.2f LD3 %7.2f LD4 %7.2f GD2 %7.2f | %s %s\n",
                 tname, (long long)b, (long long)m, (long long)n, rows ? "rows" : "cols", (long long)F, grid, geo.waves,
-                smem, sk_smem, t_old, old_fits ? gb / t_old : 0.0, t_new, gb / t_new, t_old / t_new,
+                smem, sk_smem, t_old, old_fits ? gb / t_old : 0.0, t_new, gb / t_new, t_old / t_new, tv[0], tv[1],
+                tv[2], tv[3],
                 !old_fits ? "old-does-not-fit" : ok_old ? "ok" : "OLD-MISMATCH",
                 ok_new ? "ok" : "NEW-MISMATCH");
     CK(cudaFree(buf));

@@ -708,19 +708,14 @@ int64_t balanced(int64_t len, int64_t most) {
 
 // Where the skinny on-chip kernel goes first: F fields, L records a matrix, `bytes` in the tensor. H200 GPU time
 // against onchip_transpose_kernel on the same plan (benchmarks/onchip_skinny_harness.cu,
-// results/NVIDIA_H200/history_onchip_skinny_harness.log): 1-byte 1.2-3.2x on every skinny shape (a 1080p RGB image
-// 24.7 -> 11.6 us); 2-byte 1.7-2.3x from 1 MB on, 0.91-1.0x below; 4-byte 1.07-1.5x from 4 MB on (F = 3 images
-// 1.33-1.5x, F = 11..17 1.07-1.23x), 0.85-0.98x below; 8-byte 0.91-0.98x up to 2 MB, 1.03-1.05x at 77 MB; 16-byte
-// 0.92-0.98x; tiles of whole tiny matrices (runs of 8-48 records) 0.16-0.56x.
+// results/NVIDIA_H200/history_onchip_skinny_harness.log, last run): 1-byte 1.4-3.6x on every skinny shape (a 1080p
+// RGB image 24.6 -> 11.4 us); 2-byte 1.03-2.4x; 4-byte 1.1-1.5x from 4 MB on (F = 3 images 1.4-1.5x, F = 11..17
+// 1.13-1.31x), 0.93-1.16x at 1-2.3 MB; 8-byte 0.96-1.03x at 2-4 MB, 1.03-1.05x at 77 MB; 16-byte 0.96-1.02x; tiles
+// of whole tiny matrices (runs of 8-48 records) 0.2-0.7x.
 bool onchip_skinny_rule(int64_t es, int64_t F, int64_t L, int64_t bytes) {
   if (F > 32 || L < 1024) return false;
-  switch (es) {
-    case 1: return true;
-    case 2: return bytes >= (int64_t{1} << 20);
-    case 4: return bytes >= (int64_t{4} << 20);
-    case 8: return bytes >= (int64_t{32} << 20);
-    default: return false;
-  }
+  if (es <= 2) return true;
+  return es <= 8 && bytes >= (int64_t{4} << 20);
 }
 
 int64_t onchip_stride(int64_t tc, int64_t es) {

@@ -34,8 +34,13 @@ TI_HOST_DEVICE int64_t onchip_skinny_smem_bytes(int64_t per_block, int64_t Lt, i
   return per_block * Lt * F * es + segments * F * 32 + 16;
 }
 
-// 16-byte chunks a thread has in flight in the phase that loads from global memory.
-constexpr int kOnChipSkinnyDepth = 4;
+// 16-byte chunks a thread loads at once in the phase that reads global memory, and chunks it gathers from shared
+// memory at once before storing them. H200 (benchmarks/onchip_skinny_harness.cu's sweep,
+// history_onchip_skinny_harness.log): one chunk at a time was fastest or within 3% everywhere: against 4, 1.03-1.15x
+// (the SoA side's loads 1.05-1.25x), 8 was slower still, and gathering 2 or 4 at once made no difference. As in
+// onchip.cuh, the blocks run each loop a few times: shorter code wins over more loads in flight.
+constexpr int kOnChipSkinnyDepth = 1;
+constexpr int kOnChipSkinnyGather = 1;
 
 template <typename T>
 union Chunk16 {
@@ -54,7 +59,7 @@ struct SkinnySegment {
 // The AoS side of a segment: records [l0, l0 + cnt) of F fields at `aos` (virtual element index from the aligned
 // origin abase), record r field f <-> shared element sbase + f Sp + h_f + r, h_f = (run start of field f) mod V.
 // kLoad: global -> shared (chunks loaded kOnChipSkinnyDepth at a time, then scattered); else shared -> global.
-template <bool kLoad, typename T>
+template <bool kLoad, int kLD, int kGD, typename T>
 TI_DEVICE void skinny_aos_side(T* abase, T* sm, uint32_t aos, uint32_t run0, uint32_t L, const SkinnySegment& s,
                                const DivMod<uint32_t>& dmF) {
   constexpr uint32_t V = 16 / sizeof(T);
@@ -64,7 +69,7 @@ TI_DEVICE void skinny_aos_side(T* abase, T* sm, uint32_t aos, uint32_t run0, uin
   const uint32_t nch = c_hi - c_lo;
   // Shared index of the element at AoS offset o (record-major from the range's start).
   auto sidx = [&](uint32_t r, uint32_t f) { return s.sbase + f * s.Sp + ((run0 + f * L) & (V - 1)) + r; };
-  constexpr int D = kLoad ? kOnChipSkinnyDepth : 1;
+  constexpr int D = kLoad ? kLD : kGD;
   for (uint32_t u0 = threadIdx.x; u0 < nch; u0 += D * blockDim.x) {
     Chunk16<T> x[D];
     bool fullc[D];
@@ -117,13 +122,13 @@ TI_DEVICE void skinny_aos_side(T* abase, T* sm, uint32_t aos, uint32_t run0, uin
 
 // The SoA side of a segment: field f's run of cnt elements at virtual index run0 + f L <-> shared elements
 // [sbase + f Sp + h_f, + cnt). Chunk-aligned on both sides; a run's partial end chunks element by element.
-template <bool kLoad, typename T>
+template <bool kLoad, int kLD, typename T>
 TI_DEVICE void skinny_soa_side(T* abase, T* sm, uint32_t run0, uint32_t L, const SkinnySegment& s, uint32_t F) {
   constexpr uint32_t V = 16 / sizeof(T);
   const uint32_t C = (s.cnt + V - 1) / V + 1;  // chunks a run touches, at most
   const DivMod<uint32_t> dmC(C);
   const uint32_t units = F * C;
-  constexpr int D = kLoad ? kOnChipSkinnyDepth : 1;
+  constexpr int D = kLoad ? kLD : 1;
   for (uint32_t u0 = threadIdx.x; u0 < units; u0 += D * blockDim.x) {
     Chunk16<T> x[D];
     bool fullc[D];
@@ -191,7 +196,7 @@ TI_DEVICE void skinny_segments(uint32_t first, uint32_t count, uint32_t P, uint3
 }
 
 // One wave: the block's segments staged, the grid barrier, written back transposed.
-template <typename T>
+template <typename T, int kLD, int kGD>
 TI_DEVICE void onchip_skinny_wave(T* data, const OnChipGeo& geo, T* sm, uint32_t first, uint32_t count) {
   constexpr uint32_t V = 16 / sizeof(T);
   const bool to_soa = geo.tc == geo.n;  // whole rows (records along m); else whole columns (records along n)
@@ -205,15 +210,15 @@ TI_DEVICE void onchip_skinny_wave(T* data, const OnChipGeo& geo, T* sm, uint32_t
       const uint32_t aos0 = e0 + s.mat_off + s.l0 * F, run0 = e0 + s.mat_off + s.l0;
       if (aos) {
         if (load) {
-          skinny_aos_side<true>(abase, sm, aos0, run0, L, s, dmF);
+          skinny_aos_side<true, kLD, kGD>(abase, sm, aos0, run0, L, s, dmF);
         } else {
-          skinny_aos_side<false>(abase, sm, aos0, run0, L, s, dmF);
+          skinny_aos_side<false, kLD, kGD>(abase, sm, aos0, run0, L, s, dmF);
         }
       } else {
         if (load) {
-          skinny_soa_side<true>(abase, sm, run0, L, s, F);
+          skinny_soa_side<true, kLD>(abase, sm, run0, L, s, F);
         } else {
-          skinny_soa_side<false>(abase, sm, run0, L, s, F);
+          skinny_soa_side<false, kLD>(abase, sm, run0, L, s, F);
         }
       }
     });
@@ -224,21 +229,22 @@ TI_DEVICE void onchip_skinny_wave(T* data, const OnChipGeo& geo, T* sm, uint32_t
   side(!to_soa, false);
 }
 
-template <typename T, bool kWaves = false>
+// kLD / kGD: chunks in flight (kOnChipSkinnyDepth, kOnChipSkinnyGather; other values for the harness's sweep).
+template <typename T, bool kWaves = false, int kLD = kOnChipSkinnyDepth, int kGD = kOnChipSkinnyGather>
 __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_skinny_kernel(T* __restrict__ base, OnChipGeo geo) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const uint32_t first = blockIdx.x * geo.per_block;
   const uint32_t full = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
   if constexpr (!kWaves) {
-    onchip_skinny_wave<T>(base, geo, sm, first, full);
+    onchip_skinny_wave<T, kLD, kGD>(base, geo, sm, first, full);
   } else {
     T* data = base;
     for (uint32_t wv = 0; wv < geo.waves; ++wv) {
       const uint32_t wave_tiles = wv + 1 == geo.waves ? geo.last_tiles : geo.tiles;
       const uint32_t count = first < wave_tiles ? (wave_tiles - first < full ? wave_tiles - first : full) : 0;
       if (wv > 0) __syncthreads();  // the block's shared memory is free for this wave (no other block writes it)
-      onchip_skinny_wave<T>(data, geo, sm, first, count);
+      onchip_skinny_wave<T, kLD, kGD>(data, geo, sm, first, count);
       data += geo.wave_elems;
     }
   }
