@@ -708,14 +708,13 @@ int64_t balanced(int64_t len, int64_t most) {
 
 // Where the skinny on-chip kernel goes first: F fields, L records a matrix, `bytes` in the tensor. H200 GPU time
 // against onchip_transpose_kernel on the same plan (benchmarks/onchip_skinny_harness.cu,
-// results/NVIDIA_H200/history_onchip_skinny_harness.log, last run): 1-byte 1.4-3.6x on every skinny shape (a 1080p
-// RGB image 24.6 -> 11.4 us); 2-byte 1.03-2.4x; 4-byte 1.1-1.5x from 4 MB on (F = 3 images 1.4-1.5x, F = 11..17
-// 1.13-1.31x), 0.93-1.16x at 1-2.3 MB; 8-byte 0.96-1.03x at 2-4 MB, 1.03-1.05x at 77 MB; 16-byte 0.96-1.02x; tiles
-// of whole tiny matrices (runs of 8-48 records) 0.2-0.7x.
+// results/NVIDIA_H200/history_onchip_skinny_harness.log, final run): 1-byte 1.48-3.62x on every skinny shape (a
+// 1080p RGB image 24.5 -> 11.4 us); 2-byte 1.00-2.22x; 4-byte 1.18-1.61x from 4 MB on (F = 3 images 1.42-1.61x,
+// F = 11..17 1.18-1.38x), 0.91-1.17x at 1-2.3 MB; 8-byte 0.95-1.02x (77 MB included); 16-byte 0.98-1.03x; tiles of
+// whole tiny matrices (runs of 8-48 records) 0.2-0.7x.
 bool onchip_skinny_rule(int64_t es, int64_t F, int64_t L, int64_t bytes) {
   if (F > 32 || L < 1024) return false;
-  if (es <= 2) return true;
-  return es <= 8 && bytes >= (int64_t{4} << 20);
+  return es <= 2 || (es == 4 && bytes >= (int64_t{4} << 20));
 }
 
 int64_t onchip_stride(int64_t tc, int64_t es) {
