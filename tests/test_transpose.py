@@ -234,6 +234,27 @@ def test_view_whose_base_is_only_held_by_it():
     check_inplace(x)
 
 
+@pytest.mark.parametrize("device", devices())
+def test_images_hwc_to_chw_idiom(device):
+    """The README's HWC -> CHW idiom: rebinding the name to the (B, H W, C) view leaves the view as the storage's only
+    holder, so the op takes it; the view of an image batch still held is refused, the batch unchanged."""
+    b, h, w = 3, 17, 29
+    imgs = torch.randint(0, 256, (b, h, w, 3), dtype=torch.uint8, device=device)
+    want = imgs.permute(0, 3, 1, 2).contiguous()
+    imgs = imgs.view(b, h * w, 3)
+    torch_inplace.aos_to_soa_(imgs)
+    imgs = imgs.view(b, 3, h, w)
+    assert torch.equal(imgs, want)
+    imgs = imgs.view(b, 3, h * w)
+    torch_inplace.soa_to_aos_(imgs)
+    assert torch.equal(imgs.view(b, h, w, 3), want.permute(0, 2, 3, 1))
+    kept = torch.randint(0, 256, (b, h, w, 3), dtype=torch.uint8, device=device)
+    before = kept.clone()
+    with pytest.raises(RuntimeError, match="aos_to_soa_: expected a tensor whose storage no other tensor shares"):
+        torch_inplace.aos_to_soa_(kept.view(b, h * w, 3))
+    assert torch.equal(kept, before)
+
+
 def test_version_counter_bumps():
     x = torch.randn(4, 6)
     v = x._version

@@ -944,3 +944,25 @@ def test_onchip_skinny_public_ops_roundtrip():
     assert y.shape == (16, 3, 240 * 320) and torch.equal(y, want)
     torch_inplace.soa_to_aos_(y)
     assert torch.equal(y, x)
+
+
+@pytest.mark.parametrize("shape, esize", [((1080 * 1920, 3), 1), ((3, 1080 * 1920), 1), ((1000000, 4), 4)])
+def test_onchip_skinny_cuda_graph(shape, esize):
+    # The skinny on-chip kernel is a cooperative launch like the element kernel: captured once, replayed on fresh data.
+    assert "16-byte chunks" in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
+    x = rand_tensor(shape, esize)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            torch.ops.inplace._transpose_data_(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        torch.ops.inplace._transpose_data_(x)
+    for _ in range(2):
+        src = rand_tensor(shape, esize)
+        x.copy_(src)
+        g.replay()
+        want = src.mT.contiguous()
+        assert same_bytes(x.view(want.shape), want)
