@@ -1,6 +1,6 @@
 // Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, shift_harness.cu,
-// tiles_harness.cu): error check, random matrices with moving pivots and some singular ones, bitwise comparison and
-// event timing.
+// tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error check, random matrices with moving pivots and
+// some singular ones, bitwise comparison and event timing (back to back, or each call queued behind a sleep kernel).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,4 +71,35 @@ float time_ms(F&& launch) {
   }
   std::sort(ts.begin(), ts.end());
   return ts[ts.size() / 2];
+}
+
+// Keeps the GPU busy for `cycles` clocks, so that calls enqueued behind it are timed on the GPU alone.
+__global__ void sleep_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// Median microseconds of one call queued behind a sleep kernel (the GPU's time alone, launch included: what small
+// kernels cost inside a stream of work), over `reps` calls after `warmup`.
+template <typename F>
+double time_us_queued(F&& launch, int reps = 21, int warmup = 2, long long sleep_cycles = 400000) {
+  cudaEvent_t s, e;
+  CK(cudaEventCreate(&s));
+  CK(cudaEventCreate(&e));
+  std::vector<float> t;
+  for (int r = 0; r < reps + warmup; ++r) {
+    sleep_kernel<<<1, 1>>>(sleep_cycles);
+    CK(cudaEventRecord(s));
+    launch();
+    CK(cudaEventRecord(e));
+    CK(cudaEventSynchronize(e));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, s, e));
+    if (r >= warmup) t.push_back(ms * 1e3f);
+  }
+  std::sort(t.begin(), t.end());
+  CK(cudaEventDestroy(s));
+  CK(cudaEventDestroy(e));
+  return t[t.size() / 2];
 }

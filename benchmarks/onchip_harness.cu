@@ -15,26 +15,13 @@
 #include <cstring>
 #include <vector>
 
+#include "harness_common.cuh"
 #include "kernels/transpose/onchip.cuh"
 #include "plan/transpose_plan.h"
 
 using namespace torch_inplace::kernels;
 namespace plan = torch_inplace::plan;
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
-__global__ void sleep_kernel(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
 __global__ void empty_kernel() {}
 __global__ void barrier_kernel() { cooperative_groups::this_grid().sync(); }
 
@@ -78,26 +65,10 @@ static Plan make_plan(int64_t m, int64_t n, int64_t es, const plan::DeviceCaps& 
   return p;
 }
 
+// Each call queued behind a sleep kernel, median of 41 (harness_common.cuh).
 template <typename F>
-static double time_us(F&& f, int reps = 41) {
-  cudaEvent_t s, e;
-  CK(cudaEventCreate(&s));
-  CK(cudaEventCreate(&e));
-  std::vector<float> t;
-  for (int r = 0; r < reps + 3; ++r) {
-    sleep_kernel<<<1, 1>>>(200000);
-    CK(cudaEventRecord(s));
-    f();
-    CK(cudaEventRecord(e));
-    CK(cudaEventSynchronize(e));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, s, e));
-    if (r >= 3) t.push_back(ms * 1e3f);
-  }
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(s));
-  CK(cudaEventDestroy(e));
-  return t[t.size() / 2];
+static double time_us(F&& f) {
+  return time_us_queued(f, 41, 3, 200000);
 }
 
 static void launch_coop(const void* kernel, const Plan& p, void** args) {

@@ -13,48 +13,12 @@
 #include <cstring>
 #include <vector>
 
+#include "harness_common.cuh"
 #include "kernels/transpose/onchip_skinny.cuh"
 #include "plan/transpose_plan.h"
 
 using namespace torch_inplace::kernels;
 namespace plan = torch_inplace::plan;
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
-__global__ void sleep_kernel(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
-template <typename F>
-static double time_us(F&& f, int reps = 21) {
-  cudaEvent_t s, e;
-  CK(cudaEventCreate(&s));
-  CK(cudaEventCreate(&e));
-  std::vector<float> t;
-  for (int r = 0; r < reps + 2; ++r) {
-    sleep_kernel<<<1, 1>>>(400000);
-    CK(cudaEventRecord(s));
-    f();
-    CK(cudaEventRecord(e));
-    CK(cudaEventSynchronize(e));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, s, e));
-    if (r >= 2) t.push_back(ms * 1e3f);
-  }
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(s));
-  CK(cudaEventDestroy(e));
-  return t[t.size() / 2];
-}
 
 template <typename K>
 static void coop(K kernel, int grid, int smem, void** args) {
@@ -133,7 +97,7 @@ static void run(const char* tname, const plan::DeviceCaps& caps, int optin, std:
     };
     if (old_fits) check(old_k, ok_old);
     check(new_k, ok_new);
-    const double t_old = old_fits ? time_us(old_k) : 0.0, t_new = time_us(new_k);
+    const double t_old = old_fits ? time_us_queued(old_k) : 0.0, t_new = time_us_queued(new_k);
     // Sweep of the depths (one wave only): chunks in flight per thread in the loading phase 1 / 3 / 4, and 2 with
     // two chunks gathered at once.
     double tv[4] = {0, 0, 0, 0};
@@ -157,10 +121,10 @@ static void run(const char* tname, const plan::DeviceCaps& caps, int optin, std:
       ok_new = ok_new && okv;
       check(k3, okv);
       ok_new = ok_new && okv;
-      tv[0] = time_us(k0);
-      tv[1] = time_us(k1);
-      tv[2] = time_us(k2);
-      tv[3] = time_us(k3);
+      tv[0] = time_us_queued(k0);
+      tv[1] = time_us_queued(k1);
+      tv[2] = time_us_queued(k2);
+      tv[3] = time_us_queued(k3);
     }
     const double gb = 2.0 * numel * es / 1e3;  // bytes / us -> GB/s with /1e3
     std::printf("%-4s (%5lld, %8lld, %8lld) %s F %2lld grid %3d waves %2u smem %6d/%6d | old %8.2f us %6.0f GB/s | "

@@ -172,6 +172,31 @@ TI_DEVICE void onchip_wave(T* __restrict__ data, const OnChipGeo geo, const OnCh
   }
 }
 
+// The block's tiles of a full wave: [first, first + count), count returned (0 for a block past the tiles).
+TI_DEVICE uint32_t onchip_block_tiles(const OnChipGeo& geo, uint32_t& first) {
+  first = blockIdx.x * geo.per_block;
+  return first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
+}
+
+// Runs wave(data, count) for each wave of the batch (kWaves; else once for the whole tensor): data the wave's first
+// element, count the block's tiles in that wave (from `first`; the last wave may hold fewer). Between waves the
+// block's shared memory is free again once the block is past its writes (no other block writes it).
+template <bool kWaves, typename T, typename WaveFn>
+TI_DEVICE void onchip_for_each_wave(T* base, const OnChipGeo& geo, uint32_t first, uint32_t full, WaveFn&& wave) {
+  if constexpr (!kWaves) {
+    wave(base, full);
+  } else {
+    T* data = base;
+    for (uint32_t wv = 0; wv < geo.waves; ++wv) {
+      const uint32_t wave_tiles = wv + 1 == geo.waves ? geo.last_tiles : geo.tiles;
+      const uint32_t count = first < wave_tiles ? (wave_tiles - first < full ? wave_tiles - first : full) : 0;
+      if (wv > 0) __syncthreads();
+      wave(data, count);
+      data += geo.wave_elems;
+    }
+  }
+}
+
 // U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu). kWaves: the
 // batch in geo.waves waves (an instantiation of its own: with the wave loop in it, the one-wave kernel ran 12%
 // slower on an H200, its 64-bit wave offsets rebuilt for every element's address).
@@ -180,10 +205,10 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
   T* tiles = reinterpret_cast<T*>(smem_raw + onchip_table_bytes(geo.per_block));
-  const uint32_t first = blockIdx.x * geo.per_block;
   // The block's tiles of a full wave, offsets from the wave's first element: every wave's matrices are laid out
   // alike, so one table serves them all (the last wave, with fewer matrices, takes its first tiles).
-  const uint32_t full = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
+  uint32_t first;
+  const uint32_t full = onchip_block_tiles(geo, first);
   const uint32_t mn = geo.m * geo.n;
   for (uint32_t k = threadIdx.x; k < full; k += blockDim.x) {
     uint32_t rest, tj;
@@ -198,18 +223,8 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
     table[k] = t;
   }
   __syncthreads();
-  if constexpr (!kWaves) {
-    onchip_wave<T, U>(base, geo, table, tiles, full);
-  } else {
-    T* data = base;
-    for (uint32_t wv = 0; wv < geo.waves; ++wv) {
-      const uint32_t wave_tiles = wv + 1 == geo.waves ? geo.last_tiles : geo.tiles;
-      const uint32_t count = first < wave_tiles ? (wave_tiles - first < full ? wave_tiles - first : full) : 0;
-      if (wv > 0) __syncthreads();  // the block's shared memory is free for this wave (no other block writes it)
-      onchip_wave<T, U>(data, geo, table, tiles, count);
-      data += geo.wave_elems;
-    }
-  }
+  onchip_for_each_wave<kWaves>(base, geo, first, full,
+                               [&](T* data, uint32_t count) { onchip_wave<T, U>(data, geo, table, tiles, count); });
 }
 
 }  // namespace kernels

@@ -234,20 +234,11 @@ template <typename T, bool kWaves = false, int kLD = kOnChipSkinnyDepth, int kGD
 __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_skinny_kernel(T* __restrict__ base, OnChipGeo geo) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
-  const uint32_t first = blockIdx.x * geo.per_block;
-  const uint32_t full = first < geo.tiles ? (geo.tiles - first < geo.per_block ? geo.tiles - first : geo.per_block) : 0;
-  if constexpr (!kWaves) {
-    onchip_skinny_wave<T, kLD, kGD>(base, geo, sm, first, full);
-  } else {
-    T* data = base;
-    for (uint32_t wv = 0; wv < geo.waves; ++wv) {
-      const uint32_t wave_tiles = wv + 1 == geo.waves ? geo.last_tiles : geo.tiles;
-      const uint32_t count = first < wave_tiles ? (wave_tiles - first < full ? wave_tiles - first : full) : 0;
-      if (wv > 0) __syncthreads();  // the block's shared memory is free for this wave (no other block writes it)
-      onchip_skinny_wave<T, kLD, kGD>(data, geo, sm, first, count);
-      data += geo.wave_elems;
-    }
-  }
+  uint32_t first;
+  const uint32_t full = onchip_block_tiles(geo, first);
+  onchip_for_each_wave<kWaves>(base, geo, first, full, [&](T* data, uint32_t count) {
+    onchip_skinny_wave<T, kLD, kGD>(data, geo, sm, first, count);
+  });
 }
 
 }  // namespace kernels
