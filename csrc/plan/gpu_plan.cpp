@@ -763,11 +763,14 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   // That shared memory (the skinny kernel's where it runs: unpadded, so more fits), or -1 past the budget or past
   // 32-bit offsets inside the matrices.
   const bool skinny = onchip_skinny_wanted(p, tr, tc);
+  // The element kernel's: the tile table, then the tiles at row stride s.
+  auto element_smem = [&](int64_t per_block) {
+    return align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
+  };
   auto smem_for = [&](int64_t mats) -> int64_t {
     if (caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) || mats * per_matrix >= (int64_t{1} << 31)) return -1;
     const int64_t per_block = per_block_for(mats);
-    const int64_t smem = skinny ? onchip_skinny_smem(p, tr, tc, per_block, per_matrix)
-                                : align64(per_block * kOnChipTileRecord) + per_block * tr * s * es;
+    const int64_t smem = skinny ? onchip_skinny_smem(p, tr, tc, per_block, per_matrix) : element_smem(per_block);
     return smem <= smem_budget(caps) ? smem : -1;
   };
   int64_t wave = p.batch;
@@ -797,7 +800,7 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   g.oc_s = s;
   g.oc_per_block = per_block;
   g.oc_grid = ceil_div(tiles, per_block);
-  g.oc_smem = skinny ? align64(per_block * kOnChipTileRecord) + per_block * tr * s * es : smem;
+  g.oc_smem = skinny ? element_smem(per_block) : smem;
   g.oc_wave = wave < p.batch ? wave : 0;
   plan.algo = Algo::OnChip;
   plan.problem = p;
