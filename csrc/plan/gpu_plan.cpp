@@ -711,9 +711,10 @@ int64_t balanced(int64_t len, int64_t most) {
 // results/NVIDIA_H200/history_onchip_skinny_harness.log, final run): 1-byte 1.48-3.62x on every skinny shape (a
 // 1080p RGB image 24.5 -> 11.4 us); 2-byte 1.00-2.22x; 4-byte 1.18-1.61x from 4 MB on (F = 3 images 1.42-1.61x,
 // F = 11..17 1.18-1.38x), 0.91-1.17x at 1-2.3 MB; 8-byte 0.95-1.02x (77 MB included); 16-byte 0.98-1.03x; tiles of
-// whole tiny matrices (runs of 8-48 records) 0.2-0.7x.
+// whole tiny matrices (runs of 8-48 records) 0.2-0.7x. Past 32 fields (`onchip_skinny_harness wide`): 40-64 fields
+// 1-byte 1.84-2.36x, 2-byte 1.44-2.08x, 4-byte 1.08-1.36x (15-51 MB); 100 fields (1-byte) 0.83-0.90x.
 bool onchip_skinny_rule(int64_t es, int64_t F, int64_t L, int64_t bytes) {
-  if (F > 32 || L < 1024) return false;
+  if (F > kSkinnyMax || L < 1024) return false;
   return es <= 2 || (es == 4 && bytes >= (int64_t{4} << 20));
 }
 
