@@ -928,7 +928,7 @@ def test_onchip_skinny_is_auto_for_images_and_explains():
         with env(TORCH_INPLACE_GPU_ONCHIP_SKINNY="0"):
             assert "16-byte chunks" not in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
             check(shape, esize)
-    assert "waves of" in torch_inplace.plan((256, 224 * 224, 3), torch.uint8, "cuda").explanation
+    assert "waves of" in torch_inplace.plan((1024, 224 * 224, 3), torch.uint8, "cuda").explanation
     # Where the element kernel is as fast or faster: small 4-byte tensors, tiles of whole tiny matrices, 16 bytes.
     for shape, esize in [((55522, 5), 4), ((4096, 8, 8), 4), ((10000, 3), 16)]:
         p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
@@ -944,6 +944,79 @@ def test_onchip_skinny_public_ops_roundtrip():
     assert y.shape == (16, 3, 240 * 320) and torch.equal(y, want)
     torch_inplace.soa_to_aos_(y)
     assert torch.equal(y, x)
+
+
+def _stash_plan(shape, esize):
+    p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+    return p.algorithm == "onchip" and "register stash" in p.explanation
+
+
+def test_onchip_stash_auto_shapes():
+    # Skinny tensors just past the shared memory (about 30 MB on an H100 / H200) go on chip with the register stash:
+    # AoS <-> SoA, 1080p RGBA fp32 and 4K RGBA uint8 images, fp64 records, a batch in waves; both directions.
+    shapes = [((876267, 13), 4), ((13, 876267), 4), ((1920 * 1080, 4), 4), ((4, 1920 * 1080), 4),
+              ((600000, 9), 8), ((9, 600000), 8), ((3840 * 2160, 4), 1), ((4, 3840 * 2160), 1),
+              ((3, 1920 * 1080, 4), 4), ((2, 4, 1920 * 1080 + 5), 4), ((10000000, 2), 2), ((2, 10000000), 2),
+              ((700001, 3), 16), ((3, 700001), 16)]
+    ran = 0
+    for shape, esize in shapes:
+        if not _stash_plan(shape, esize):  # a GPU with another shared memory / SM count
+            continue
+        check(shape, esize)
+        ran += 1
+    props = torch.cuda.get_device_properties(0)
+    if props.multi_processor_count >= 132 and props.shared_memory_per_block_optin >= 227 * 1024:
+        assert ran == len(shapes), ran
+    # Without it (the knob) the same tensors take the multi-pass engines.
+    with env(TORCH_INPLACE_GPU_ONCHIP_STASH="0"):
+        p = torch_inplace.plan((876267, 13), torch.float32, "cuda")
+        assert "register stash" not in p.explanation
+
+
+def test_onchip_stash_random_shapes():
+    # Random skinny shapes of 31-46 MB (1-64 fields, every element size, both directions, batches): every one that
+    # plans the stash is checked against x.mT.
+    rng = random.Random(4242)
+    ran = 0
+    for k in range(40):
+        esize = rng.choice([1, 2, 4, 4, 8, 16])
+        f = rng.randint(1, 64)
+        b = rng.choice([1, 1, 1, 2])
+        target = rng.uniform(31e6, 46e6) / b
+        length = max(1024, int(target / (f * esize)))
+        sh = (length, f) if k % 2 else (f, length)
+        shape = sh if b == 1 else (b,) + sh
+        if not _stash_plan(shape, esize):
+            continue
+        check(shape, esize)
+        ran += 1
+    assert ran >= 10, ran
+
+
+def test_onchip_stash_public_ops_and_graph():
+    # aos_to_soa_ / soa_to_aos_ there and back on a 1080p RGBA fp32 image, then the same plan captured in a CUDA graph.
+    shape = (1920 * 1080, 4)
+    if not _stash_plan(shape, 4):
+        pytest.skip("this GPU holds the image in shared memory alone, or not on chip at all")
+    x = torch.randn(shape, device="cuda")
+    y = x.clone()
+    torch_inplace.aos_to_soa_(y)
+    assert torch.equal(y, x.mT.contiguous())
+    torch_inplace.soa_to_aos_(y)
+    assert torch.equal(y, x)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.ops.inplace._transpose_data_(y)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        torch.ops.inplace._transpose_data_(y)
+    for _ in range(2):
+        src = torch.randn(shape, device="cuda")
+        y.copy_(src)
+        g.replay()
+        assert torch.equal(y.view(4, -1), src.mT)
 
 
 @pytest.mark.parametrize("shape, esize", [((1080 * 1920, 3), 1), ((3, 1080 * 1920), 1), ((1000000, 4), 4)])

@@ -128,6 +128,9 @@ struct Plan {
     // that the tensor fits; oc_smem is then the element kernel's, which the launcher falls back to only for an
     // address that is not a multiple of the element size, where every kernel of the engine would fault anyway).
     int64_t oc_skinny = 0;
+    // oc_stash > 0: the skinny kernel with a register stash (onchip_skinny_stash_kernel, for tensors just past the
+    // shared memory): the first oc_stash of each block's tiles wait in registers across the grid barrier.
+    int64_t oc_stash = 0;
   } gpu;
 
   // One line: "c2r (rows > cols: the row shuffle runs on the short side); scratch 1234 B".

@@ -329,6 +329,46 @@ TEST(GpuPlan, OnChipWavesForBatchesOfSmallMatrices) {
   EXPECT_GT(big.gpu.oc_wave, 1);
 }
 
+TEST(GpuPlan, OnChipStashForSkinnyTensorsJustPastTheSharedMemory) {
+  // Whole rows or columns of up to 64 fields that do not fit the shared memory alone go on chip with the register
+  // stash: the first oc_stash of a block's tiles (their shared-memory image at most 128 KiB) in registers, the rest in
+  // shared memory; the skinny kernel's bytes for both within the budget. One pass, no scratch.
+  const DeviceCaps g = fake_gpu();
+  const int64_t budget = g.smem_per_block - 1024;
+  for (const Problem& p : {prob(1, 876267, 13), prob(1, 13, 876267), prob(1, 1920 * 1080, 4), prob(1, 600000, 9, 8),
+                           prob(1, 4, 3840 * 2160, 1)}) {
+    const Plan pl = make_plan(p, g);
+    ASSERT_EQ(pl.algo, Algo::OnChip) << p.rows << "x" << p.cols << ": " << pl.reason;
+    ASSERT_GT(pl.gpu.oc_stash, 0) << pl.reason;
+    EXPECT_LE(pl.gpu.oc_stash, pl.gpu.oc_per_block);
+    EXPECT_EQ(pl.gpu.oc_wave, 0);
+    EXPECT_LE(pl.gpu.oc_skinny, budget);
+    EXPECT_LE(pl.gpu.oc_grid, g.num_sms);
+    EXPECT_EQ(pl.scratch_bytes, 0);
+    EXPECT_TRUE(contains(pl.reason, "register stash")) << pl.reason;
+    EXPECT_TRUE(contains(pl.reason, "shared memory and registers")) << pl.reason;
+    const bool rows = pl.gpu.oc_tc == p.cols;
+    const int64_t F = rows ? p.cols : p.rows, L = rows ? p.rows : p.cols, Lt = rows ? pl.gpu.oc_tr : pl.gpu.oc_tc;
+    // The stashed tiles' image (onchip_skinny_smem_bytes: at most two matrices' runs) fits 512 threads x 16 chunks.
+    EXPECT_LE(pl.gpu.oc_stash * Lt * F * p.esize + 2 * F * 32 + 16, 512 * 16 * 16);
+    EXPECT_GE(pl.gpu.oc_grid * pl.gpu.oc_per_block * Lt, L);
+    // Without the stash it does not fit: the multi-pass engines (or the knob's choice) instead.
+    EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_STASH", "0", p, g, Algo::Auto).algo, Algo::OnChip);
+    EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0", p, g, Algo::Auto).algo, Algo::OnChip);
+  }
+  // Tensors that fit the shared memory alone keep the plain kernels; past shared memory and registers, off chip.
+  EXPECT_EQ(make_plan(prob(1, 264937, 17), g).gpu.oc_stash, 0);
+  EXPECT_NE(make_plan(prob(1, 1123575, 16), g).algo, Algo::OnChip);
+  // More than 64 fields, or runs under 1024 records: no stash.
+  EXPECT_NE(make_plan(prob(1, 90000, 100), g).algo, Algo::OnChip);
+  // A batch whose matrices fit only with the stash goes in waves of them.
+  const Plan waves = make_plan(prob(3, 1920 * 1080, 4), g);
+  ASSERT_EQ(waves.algo, Algo::OnChip) << waves.reason;
+  EXPECT_GT(waves.gpu.oc_stash, 0);
+  EXPECT_EQ(waves.gpu.oc_wave, 1);
+  EXPECT_TRUE(contains(waves.reason, "3 waves of 1 matrices")) << waves.reason;
+}
+
 TEST(GpuPlan, TiledWhereTheShortSideDividesTheLongOne) {
   // q g x g tiles: tall matrices take sequence 2.1 (tiles swapped in place, then the (q, g) super-elements of g
   // elements by cycle following), wide ones 2.2 (the same steps the other way round); auto above the skinny range

@@ -637,10 +637,17 @@ struct Engine {
   // ---- on chip: one cooperative kernel (kernels/transpose/onchip.cuh) ------------------------------------------
   cudaError_t onchip() {
     const auto& g = pl.steps;
-    const OnChipGeo geo = onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block, g.oc_wave);
+    const OnChipGeo geo =
+        onchip_geo(batch, pl.rows, pl.cols, g.oc_tr, g.oc_tc, g.oc_s, g.oc_per_block, g.oc_wave, g.oc_stash);
     // The skinny kernel's 16-byte chunks start at the 16-byte boundary before the tensor: its address must be a
     // multiple of the element size (PyTorch's storages are) for the chunks to hold whole elements.
-    if (g.oc_skinny > 0 && reinterpret_cast<uintptr_t>(data) % sizeof(T) == 0) {
+    const bool whole_elements = reinterpret_cast<uintptr_t>(data) % sizeof(T) == 0;
+    if (g.oc_stash > 0) {  // past the shared memory: no element-kernel fallback fits
+      if (!whole_elements) return cudaErrorMisalignedAddress;
+      auto* sk = geo.waves > 1 ? onchip_skinny_stash_kernel<T, true> : onchip_skinny_stash_kernel<T, false>;
+      return launch_cooperative(sk, g.oc_grid, kOnChipStashThreads, g.oc_skinny, stream, data, geo);
+    }
+    if (g.oc_skinny > 0 && whole_elements) {
       auto* sk = geo.waves > 1 ? onchip_skinny_kernel<T, true> : onchip_skinny_kernel<T, false>;
       return launch_cooperative(sk, g.oc_grid, kOnChipThreads, g.oc_skinny, stream, data, geo);
     }
