@@ -103,7 +103,16 @@ def test_batch_shapes(device):
             assert (info == 0).all()
     big = 20000 if device == "cpu" else 300000
     A = well_conditioned((big,), 3, torch.float32, device)
-    torch.testing.assert_close(TL.batched_inverse(A), torch.linalg.inv(A), rtol=1e-4, atol=1e-4)
+    X = TL.batched_inverse(A)
+    # Against the float64 inverse, matrix by matrix, within what each matrix's condition allows: a few of these random
+    # matrices are conditioned badly enough that two float32 inverses (ours, torch.linalg.inv's LAPACK, whose code
+    # path depends on the CPU) differ by more than any fixed 1e-4 (seen on a CI machine: 1.02e-4 relative).
+    A64 = A.double().cpu()
+    ref = torch.linalg.inv(A64)
+    err = (X.double().cpu() - ref).abs().amax((-2, -1)) / ref.abs().amax((-2, -1))
+    bound = 30 * torch.linalg.cond(A64) * torch.finfo(torch.float32).eps
+    assert (err <= bound).all(), (err / bound).max()
+    assert err.median() < 1e-6
 
 
 @pytest.mark.parametrize("device", DEVICES)
