@@ -445,8 +445,9 @@ def test_cut_is_auto_for_near_square_and_explains():
     # Auto for near-square matrices of 4- to 16-byte elements, at least 4 MiB, with a common divisor (where Catanzaro
     # needs its rotation), whose scratch (the cut block, the shift's flags) stays within 0.1% + 1 MiB; measured extra
     # memory within it; TORCH_INPLACE_GPU_CUT=0 gives them to Catanzaro.
-    for shape, esize in [((4100, 4096), 4), ((4096, 4100), 8), ((2, 3080, 3072), 4), ((6000, 6009), 4),
-                         ((20010, 19995), 4), ((1500, 1536), 16)]:
+    # (Near-squares of up to ~46 MB go on chip with the register stash: test_onchip_stash_for_general_shapes.)
+    for shape, esize in [((4100, 4096), 4), ((4096, 4100), 8), ((2, 4100, 4096), 4), ((6000, 6009), 4),
+                         ((20010, 19995), 4), ((2048, 2052), 16)]:
         p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
         assert p.algorithm == "cut" and "cut (Karlsson)" in p.explanation and "square" in p.explanation, \
             (shape, esize, p.explanation)
@@ -991,6 +992,40 @@ def test_onchip_stash_random_shapes():
         check(shape, esize)
         ran += 1
     assert ran >= 10, ran
+
+
+def test_onchip_stash_for_general_shapes():
+    # Matrices that are not skinny, just past the shared memory, go on chip through the element kernel's register
+    # stash (every element size, batches in waves, near-squares); squares and shapes where one side divides the other
+    # keep the tile-pair swaps and the tiled sequences, which ran faster there.
+    shapes = [((8862, 1083), 4), ((1083, 8862), 4), ((1160, 4051), 8), ((4363, 8316), 1), ((3645, 4628), 2),
+              ((2, 3080, 3072), 4), ((2853, 2835), 4), ((67854, 122), 4), ((1201, 1600), 16), ((4096, 2500), 4)]
+    ran = 0
+    for shape, esize in shapes:
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        if not (p.algorithm == "onchip" and "register stash" in p.explanation):
+            continue
+        assert "16-byte chunks" not in p.explanation, p.explanation
+        check(shape, esize)
+        ran += 1
+    props = torch.cuda.get_device_properties(0)
+    if props.multi_processor_count >= 132 and props.shared_memory_per_block_optin >= 227 * 1024:
+        assert ran == len(shapes), ran
+    for shape in [(3000, 3000), (2048, 4096), (3, 2048, 4096)]:
+        assert "register stash" not in torch_inplace.plan(shape, torch.float32, "cuda").explanation
+    rng = random.Random(777)
+    ran = 0
+    for k in range(30):
+        esize = rng.choice([1, 2, 4, 8, 16])
+        nbytes = rng.uniform(31e6, 46e6)
+        m = rng.randint(300, 20000)
+        n = max(65, int(nbytes / (m * esize)))
+        shape = (m, n)
+        p = torch_inplace.plan(shape, DTYPES[esize], "cuda")
+        if p.algorithm == "onchip" and "register stash" in p.explanation:
+            check(shape, esize)
+            ran += 1
+    assert ran >= 8, ran
 
 
 def test_onchip_stash_public_ops_and_graph():

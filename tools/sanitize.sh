@@ -6,7 +6,7 @@
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
-# swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel, its register stash included.)
+# swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel and the register stash.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -107,10 +107,12 @@ for shape, es in (() if parts == "tiled" else (((3001, 3), 1), ((3, 3001), 1), (
     bad += not ok
     print({"onchip_skinny": shape, "esize": es}, "ok" if ok else "WRONG " + expl[:100], flush=True)
 set_knobs({})
-# The skinny kernel's register stash (tensors just past the GPU's shared memory, as planned on an H100 / H200): AoS ->
-# SoA, SoA -> AoS at an odd length, a batch in waves; once.
+# The register stash (tensors just past the GPU's shared memory, as planned on an H100 / H200): the skinny kernel's
+# (AoS -> SoA, SoA -> AoS at an odd length, a batch in waves) and the element kernel's (a tall matrix, a batch of
+# near-squares in waves, 16-byte elements); once.
 for shape, es in (() if parts == "tiled" else (((876267, 13), 4), ((4, 1920 * 1080 + 3), 4),
-                                              ((2, 4, 1920 * 1080 + 5), 4))):
+                                              ((2, 4, 1920 * 1080 + 5), 4), ((8862, 1083), 4),
+                                              ((2, 3080, 3072), 4), ((1201, 1600), 16))):
     expl = torch_inplace.plan(shape, dt[es], "cuda").explanation
     if "register stash" not in expl:
         print({"onchip_stash": shape, "esize": es}, "not planned here:", expl[:80], flush=True)

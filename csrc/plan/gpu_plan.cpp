@@ -778,33 +778,45 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
     const int64_t smem = skinny ? onchip_skinny_smem(p, tr, tc, per_block, per_matrix) : element_smem(per_block);
     return smem <= smem_budget(caps) ? smem : -1;
   };
-  // The register stash (onchip_skinny_stash_kernel): tiles of whole rows or columns of up to 64 fields (whatever the
-  // element size) that do not fit the shared memory alone. A block keeps its first `stash` tiles in registers (their
-  // shared-memory image at most kStashBytes; as few as let the rest fit) and the rest in shared memory. Its tiles are the same whole rows or
-  // columns, about 2 KiB each, so that a block's share splits finely between the two (the skinny kernel moves a
-  // block's tiles of one matrix as one range of records, whatever their size). stash_for(mats, &smem): the stashed
-  // tiles a block, or -1 where the rest does not fit. TORCH_INPLACE_GPU_ONCHIP_STASH=0 turns it off (comparisons).
+  // The register stash: a tensor that does not fit the shared memory alone, but does with 512-thread blocks that
+  // keep their first `stash` tiles in registers across the grid barrier (their shared-memory image at most
+  // kStashBytes; as few as let the rest fit the shared memory, as the stashed tiles cross it twice more).
+  // TORCH_INPLACE_GPU_ONCHIP_STASH=0 turns it off (comparisons). stash_for(mats, &smem): the stashed tiles a block,
+  // or -1 where the tensor does not fit.
+  //  * Tiles of whole rows or columns of up to 64 fields (whatever the element size): the skinny kernel
+  //    (onchip_skinny_stash_kernel), on tiles of about 2 KiB so that a block's share splits finely (it moves a
+  //    block's tiles of one matrix as one range of records, whatever their size).
+  //  * Other tiles: the element kernel (onchip_transpose_stash_kernel) on the same tiles as without the stash, except
+  //    for squares and where one side divides the other: there the tile-pair swaps and the tiled sequences 2.1 / 2.2
+  //    ran faster (H200, GPU time: 3000 x 3000 fp32 0.025 against 0.050 ms, 5800 x 5800 uint8 0.050 against 0.166;
+  //    2048 x 4096 fp32 0.043 against 0.046, 9 of them 0.348 against 0.443), where elsewhere the stash ran 1.1-1.7x
+  //    faster than the planner's previous choice (results/NVIDIA_H200/stash_checks.log).
   const bool rows_tiles = tc == n;
   const int64_t F = rows_tiles ? n : m, L = rows_tiles ? m : n;
-  const bool stash_ok = (tc == n || tr == m) && F <= kSkinnyMax && L >= 1024 &&
-                        !env_is("TORCH_INPLACE_GPU_ONCHIP_STASH", "0") &&
-                        !env_is("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0");
+  const bool stash_skinny = (tc == n || tr == m) && F <= kSkinnyMax && L >= 1024 &&
+                            !env_is("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0");
+  const bool stash_on = !env_is("TORCH_INPLACE_GPU_ONCHIP_STASH", "0") &&
+                        (stash_skinny || (m != n && std::max(m, n) % std::min(m, n) != 0));
   const int64_t fine = balanced(L, std::max<int64_t>(16, 2048 / (F * es)));
-  const int64_t str = rows_tiles ? fine : m, stc = rows_tiles ? n : fine;
+  const int64_t str = stash_skinny ? (rows_tiles ? fine : m) : tr, stc = stash_skinny ? (rows_tiles ? n : fine) : tc;
   const int64_t stash_per_matrix = ceil_div(m, str) * ceil_div(n, stc);
   auto stash_for = [&](int64_t mats, int64_t* smem_out) -> int64_t {
-    if (!stash_ok || caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) ||
+    if (!stash_on || caps.num_sms <= 0 || mats * m * n >= (int64_t{1} << 31) ||
         mats * stash_per_matrix >= (int64_t{1} << 31)) {
       return -1;
     }
     const int64_t per_block = ceil_div(mats * stash_per_matrix, std::max(1, caps.num_sms));
-    auto bytes = [&](int64_t tiles) { return onchip_skinny_smem(p, str, stc, tiles, stash_per_matrix); };
-    // As few as let the rest fit the shared memory (the stashed tiles cross it twice more).
+    // Shared memory of `k` tiles' image, and of the whole block with `k` tiles in shared memory at a time.
+    auto image = [&](int64_t k) {
+      return stash_skinny ? onchip_skinny_smem(p, str, stc, k, stash_per_matrix) : k * str * s * es;
+    };
+    auto block = [&](int64_t k) {
+      return stash_skinny ? image(k) : align64(per_block * kOnChipTileRecord) + image(k);
+    };
     int64_t stash = 1;
-    while (stash < per_block && bytes(per_block - stash) > smem_budget(caps)) ++stash;
-    if (bytes(stash) > kStashBytes) return -1;
-    const int64_t rest = per_block - stash;
-    const int64_t smem = std::max(bytes(stash), rest > 0 ? bytes(rest) : int64_t{0});
+    while (stash < per_block && block(per_block - stash) > smem_budget(caps)) ++stash;
+    if (image(stash) > kStashBytes) return -1;
+    const int64_t smem = block(std::max(stash, per_block - stash));
     if (smem > smem_budget(caps)) return -1;
     if (smem_out != nullptr) *smem_out = smem;
     return stash;
@@ -841,38 +853,38 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   }
   int64_t smem = 0;
   const int64_t stash = use_stash ? stash_for(wave, &smem) : 0;
-  if (use_stash) {  // the stash's finer tiles
+  const bool skinny_kernel = use_stash ? stash_skinny : skinny;
+  if (use_stash && stash_skinny) {  // the stash's finer tiles
     tr = str;
     tc = stc;
     s = onchip_stride(tc, es);
     per_matrix = stash_per_matrix;
-  } else {
+  } else if (!use_stash) {
     smem = smem_for(wave);
   }
   const int64_t tiles = wave * per_matrix;
   const int64_t per_block = per_block_for(wave);
   Plan::GpuSteps g;
-  g.oc_skinny = skinny || use_stash ? smem : 0;
+  g.oc_skinny = skinny_kernel ? smem : 0;
   g.oc_stash = stash;
   g.oc_tr = tr;
   g.oc_tc = tc;
   g.oc_s = s;
   g.oc_per_block = per_block;
   g.oc_grid = ceil_div(tiles, per_block);
-  g.oc_smem = skinny ? element_smem(per_block) : smem;
+  g.oc_smem = skinny_kernel ? element_smem(per_block) : smem;
   g.oc_wave = wave < p.batch ? wave : 0;
   plan.algo = Algo::OnChip;
   plan.problem = p;
   plan.gpu = g;
   plan.scratch_bytes = 0;
   const std::string skinny_note =
-      g.oc_skinny > 0 ? std::string("; whole ") + (tc == n ? "rows" : "columns") +
-                            " of few fields: both sides move in 16-byte chunks (skinny kernel)" +
-                            (stash > 0 ? "; " + std::to_string(stash) + " of each block's " +
-                                             std::to_string(per_block) +
-                                             " tiles wait in registers across the barrier (register stash)"
-                                       : std::string())
-                      : std::string();
+      (g.oc_skinny > 0 ? std::string("; whole ") + (tc == n ? "rows" : "columns") +
+                             " of few fields: both sides move in 16-byte chunks (skinny kernel)"
+                       : std::string()) +
+      (stash > 0 ? "; " + std::to_string(stash) + " of each block's " + std::to_string(per_block) +
+                       " tiles wait in registers across the barrier (register stash)"
+                 : std::string());
   if (g.oc_wave > 0) {
     const int64_t waves = ceil_div(p.batch, wave);
     plan.reason = std::string(stash > 0 ? "each matrix fits in shared memory and registers" : "each matrix fits in shared memory") +

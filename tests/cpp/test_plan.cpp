@@ -354,13 +354,32 @@ TEST(GpuPlan, OnChipStashForSkinnyTensorsJustPastTheSharedMemory) {
     EXPECT_GE(pl.gpu.oc_grid * pl.gpu.oc_per_block * Lt, L);
     // Without the stash it does not fit: the multi-pass engines (or the knob's choice) instead.
     EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_STASH", "0", p, g, Algo::Auto).algo, Algo::OnChip);
-    EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0", p, g, Algo::Auto).algo, Algo::OnChip);
+    // Without the skinny kernel: the element kernel (with its own stash where that fits), or off chip.
+    const Plan no_skinny = plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_SKINNY", "0", p, g, Algo::Auto);
+    EXPECT_TRUE(no_skinny.algo != Algo::OnChip || no_skinny.gpu.oc_skinny == 0) << no_skinny.reason;
   }
   // Tensors that fit the shared memory alone keep the plain kernels; past shared memory and registers, off chip.
   EXPECT_EQ(make_plan(prob(1, 264937, 17), g).gpu.oc_stash, 0);
   EXPECT_NE(make_plan(prob(1, 1123575, 16), g).algo, Algo::OnChip);
-  // More than 64 fields, or runs under 1024 records: no stash.
-  EXPECT_NE(make_plan(prob(1, 90000, 100), g).algo, Algo::OnChip);
+  // Other tiles (here 100 fields) take the element kernel's stash on its usual tiles: the table and the tiles a block
+  // keeps in shared memory within the budget, the stashed tiles' image within 128 KiB.
+  for (const Problem& p : {prob(1, 90001, 100), prob(1, 8862, 1083), prob(1, 1160, 4051, 8), prob(1, 4363, 8316, 1)}) {
+    const Plan el = make_plan(p, g);
+    ASSERT_EQ(el.algo, Algo::OnChip) << el.reason;
+    EXPECT_GT(el.gpu.oc_stash, 0) << el.reason;
+    EXPECT_EQ(el.gpu.oc_skinny, 0) << el.reason;
+    EXPECT_TRUE(contains(el.reason, "register stash")) << el.reason;
+    const int64_t per_block = el.gpu.oc_per_block, stash = el.gpu.oc_stash;
+    const int64_t tile = el.gpu.oc_tr * el.gpu.oc_s * p.esize, table = (per_block * 16 + 63) / 64 * 64;
+    EXPECT_LE(stash * tile, 512 * 16 * 16);
+    EXPECT_EQ(el.gpu.oc_smem, table + std::max(stash, per_block - stash) * tile);
+    EXPECT_LE(el.gpu.oc_smem, budget);
+    // As few stashed tiles as let the rest fit.
+    EXPECT_GT(table + (per_block - stash + 1) * tile, budget);
+    EXPECT_NE(plan_with_knob("TORCH_INPLACE_GPU_ONCHIP_STASH", "0", p, g, Algo::Auto).algo, Algo::OnChip);
+  }
+  // Past shared memory and registers: off chip.
+  EXPECT_NE(make_plan(prob(1, 5227, 2601), g).algo, Algo::OnChip);
   // A batch whose matrices fit only with the stash goes in waves of them.
   const Plan waves = make_plan(prob(3, 1920 * 1080, 4), g);
   ASSERT_EQ(waves.algo, Algo::OnChip) << waves.reason;

@@ -106,73 +106,123 @@ TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint
   t += dt;
 }
 
-// One wave: the block's `count` tiles of the wave at `data` (table offsets from there) staged, the grid barrier,
-// the tiles written back transposed. Every block of the grid calls it for every wave (the barrier needs them all).
+// Phase 1 of a wave: the block's `count` tiles of the wave at `data` (table offsets from there) into shared memory
+// (tile k at tiles + k * tr * s), walking (tile, i, j) in the source's order.
 template <typename T, int U>
-TI_DEVICE void onchip_wave(T* __restrict__ data, const OnChipGeo geo, const OnChipTile* table, T* tiles,
-                           uint32_t count) {
+TI_DEVICE void onchip_stage(const T* __restrict__ data, const OnChipGeo& geo, const OnChipTile* table, T* tiles,
+                            uint32_t count) {
   const uint32_t tile_elems = geo.tr * geo.tc;
   const uint32_t tile_smem = geo.tr * geo.s;
   const uint32_t total = count * tile_elems;
   const uint32_t step = blockDim.x;
   const uint32_t stride = U * step;
-
-  // Phase 1: tiles -> shared memory, walking (tile, i, j) in the source's order.
-  {
-    const uint32_t dt = step / tile_elems, dr = step % tile_elems, di = dr / geo.tc, dj = dr % geo.tc;
-    uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
-    uint32_t i = w / geo.tc, j = w % geo.tc;
-    for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
-      T v[U];
-      uint32_t at[U];
+  const uint32_t dt = step / tile_elems, dr = step % tile_elems, di = dr / geo.tc, dj = dr % geo.tc;
+  uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
+  uint32_t i = w / geo.tc, j = w % geo.tc;
+  for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
+    T v[U];
+    uint32_t at[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        at[u] = ~0u;
-        if (e0 + u * step < total) {
-          const OnChipTile t = table[tl];
-          if (i < t.rows && j < t.cols) {
-            v[u] = data[t.src + i * geo.n + j];
-            at[u] = tl * tile_smem + i * geo.s + j;
-          }
+    for (int u = 0; u < U; ++u) {
+      at[u] = ~0u;
+      if (e0 + u * step < total) {
+        const OnChipTile t = table[tl];
+        if (i < t.rows && j < t.cols) {
+          v[u] = data[t.src + i * geo.n + j];
+          at[u] = tl * tile_smem + i * geo.s + j;
         }
-        advance3(tl, i, j, dt, di, dj, geo.tr, geo.tc);
       }
+      advance3(tl, i, j, dt, di, dj, geo.tr, geo.tc);
+    }
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (at[u] != ~0u) tiles[at[u]] = v[u];
+    for (int u = 0; u < U; ++u) {
+      if (at[u] != ~0u) tiles[at[u]] = v[u];
+    }
+  }
+}
+
+// Phase 2 of a wave: the staged tiles to their transposed places, walking (tile, j, i) in the result's order.
+template <typename T, int U>
+TI_DEVICE void onchip_write(T* __restrict__ data, const OnChipGeo& geo, const OnChipTile* table, const T* tiles,
+                            uint32_t count) {
+  const uint32_t tile_elems = geo.tr * geo.tc;
+  const uint32_t tile_smem = geo.tr * geo.s;
+  const uint32_t total = count * tile_elems;
+  const uint32_t step = blockDim.x;
+  const uint32_t stride = U * step;
+  const uint32_t dt = step / tile_elems, dr = step % tile_elems, dj = dr / geo.tr, di = dr % geo.tr;
+  uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
+  uint32_t j = w / geo.tr, i = w % geo.tr;
+  for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
+    T v[U];
+    uint32_t at[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      at[u] = ~0u;
+      if (e0 + u * step < total) {
+        const OnChipTile t = table[tl];
+        if (i < t.rows && j < t.cols) {
+          v[u] = tiles[tl * tile_smem + i * geo.s + j];
+          at[u] = t.dst + j * geo.m + i;
+        }
+      }
+      advance3(tl, j, i, dt, dj, di, geo.tc, geo.tr);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (at[u] != ~0u) data[at[u]] = v[u];
+    }
+  }
+}
+
+// A block's register stash (kStash 16-byte chunks a thread; thread t holds chunks t, t + blockDim, ...): the first
+// `chunks` 16-byte chunks of shared memory at `sm` copied in (kIn) or back out. Callers sync the block around it.
+template <int kStash, bool kIn>
+TI_DEVICE void stash_copy(uint4 (&stash)[kStash], void* sm, uint32_t chunks) {
+  uint4* sm4 = reinterpret_cast<uint4*>(sm);
+#pragma unroll
+  for (int k = 0; k < kStash; ++k) {
+    const uint32_t c = threadIdx.x + k * blockDim.x;
+    if (c < chunks) {
+      if (kIn) {
+        stash[k] = sm4[c];
+      } else {
+        sm4[c] = stash[k];
       }
     }
   }
+}
 
-  // Every element of the wave is on chip once every block is here.
-  __syncthreads();
-  cooperative_groups::this_grid().sync();
-
-  // Phase 2: shared memory -> the transposed tiles, walking (tile, j, i) in the result's order.
-  {
-    const uint32_t dt = step / tile_elems, dr = step % tile_elems, dj = dr / geo.tr, di = dr % geo.tr;
-    uint32_t tl = threadIdx.x / tile_elems, w = threadIdx.x % tile_elems;
-    uint32_t j = w / geo.tr, i = w % geo.tr;
-    for (uint32_t e0 = threadIdx.x; e0 < total; e0 += stride) {
-      T v[U];
-      uint32_t at[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        at[u] = ~0u;
-        if (e0 + u * step < total) {
-          const OnChipTile t = table[tl];
-          if (i < t.rows && j < t.cols) {
-            v[u] = tiles[tl * tile_smem + i * geo.s + j];
-            at[u] = t.dst + j * geo.m + i;
-          }
-        }
-        advance3(tl, j, i, dt, dj, di, geo.tc, geo.tr);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (at[u] != ~0u) data[at[u]] = v[u];
-      }
-    }
+// One wave: the block's `count` tiles staged, the grid barrier, the tiles written back transposed. Every block of
+// the grid calls it for every wave (the barrier needs them all). kStash > 0 (onchip_transpose_stash_kernel): the
+// first geo.stash_tiles of them are staged first and wait in registers across the barrier (their shared-memory image
+// copied as it lies), the rest take the shared memory; after the barrier the rest go out, the stash comes back into
+// shared memory, and its tiles go out.
+template <typename T, int U, int kStash = 0>
+TI_DEVICE void onchip_wave(T* __restrict__ data, const OnChipGeo geo, const OnChipTile* table, T* tiles,
+                           uint32_t count) {
+  if constexpr (kStash == 0) {
+    onchip_stage<T, U>(data, geo, table, tiles, count);
+    // Every element of the wave is on chip once every block is here.
+    __syncthreads();
+    cooperative_groups::this_grid().sync();
+    onchip_write<T, U>(data, geo, table, tiles, count);
+  } else {
+    const uint32_t cs = count < geo.stash_tiles ? count : geo.stash_tiles;
+    const uint32_t chunks = (cs * geo.tr * geo.s * static_cast<uint32_t>(sizeof(T)) + 15u) / 16u;
+    uint4 stash[kStash];
+    onchip_stage<T, U>(data, geo, table, tiles, cs);
+    __syncthreads();
+    stash_copy<kStash, true>(stash, tiles, chunks);
+    __syncthreads();
+    onchip_stage<T, U>(data, geo, table + cs, tiles, count - cs);
+    __syncthreads();
+    cooperative_groups::this_grid().sync();
+    onchip_write<T, U>(data, geo, table + cs, tiles, count - cs);
+    __syncthreads();
+    stash_copy<kStash, false>(stash, tiles, chunks);
+    __syncthreads();
+    onchip_write<T, U>(data, geo, table, tiles, cs);
   }
 }
 
@@ -201,16 +251,13 @@ TI_DEVICE void onchip_for_each_wave(T* base, const OnChipGeo& geo, uint32_t firs
   }
 }
 
-// U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu). kWaves: the
-// batch in geo.waves waves (an instantiation of its own: with the wave loop in it, the one-wave kernel ran 12%
-// slower on an H200, its 64-bit wave offsets rebuilt for every element's address).
-template <typename T, int U = onchip_unroll<T>(), bool kWaves = false>
-__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ base, OnChipGeo geo) {
+// The kernels' body: the block's tile table (offsets from a wave's first element: every wave's matrices are laid
+// out alike, so one table serves them all; the last wave, with fewer matrices, takes its first tiles), then the waves.
+template <typename T, int U, bool kWaves, int kStash>
+TI_DEVICE void onchip_body(T* __restrict__ base, const OnChipGeo& geo) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   OnChipTile* table = reinterpret_cast<OnChipTile*>(smem_raw);
   T* tiles = reinterpret_cast<T*>(smem_raw + onchip_table_bytes(geo.per_block));
-  // The block's tiles of a full wave, offsets from the wave's first element: every wave's matrices are laid out
-  // alike, so one table serves them all (the last wave, with fewer matrices, takes its first tiles).
   uint32_t first;
   const uint32_t full = onchip_block_tiles(geo, first);
   const uint32_t mn = geo.m * geo.n;
@@ -227,8 +274,30 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* 
     table[k] = t;
   }
   __syncthreads();
-  onchip_for_each_wave<kWaves>(base, geo, first, full,
-                               [&](T* data, uint32_t count) { onchip_wave<T, U>(data, geo, table, tiles, count); });
+  onchip_for_each_wave<kWaves>(base, geo, first, full, [&](T* data, uint32_t count) {
+    onchip_wave<T, U, kStash>(data, geo, table, tiles, count);
+  });
+}
+
+// U: elements in flight per thread (onchip_unroll; other values for benchmarks/onchip_harness.cu). kWaves: the
+// batch in geo.waves waves (an instantiation of its own: with the wave loop in it, the one-wave kernel ran 12%
+// slower on an H200, its 64-bit wave offsets rebuilt for every element's address).
+template <typename T, int U = onchip_unroll<T>(), bool kWaves = false>
+__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_transpose_kernel(T* __restrict__ base, OnChipGeo geo) {
+  onchip_body<T, U, kWaves, 0>(base, geo);
+}
+
+// With a register stash (tensors just past the shared memory): kOnChipStashThreads threads, each holding
+// kOnChipStashChunks 16-byte chunks, so a block holds kOnChipStashBytes more (128 KiB: 16.5 MiB on an H100 / H200);
+// geo.stash_tiles > 0 tiles a block whose image (stash_tiles * tr * s elements) fits them.
+constexpr int kOnChipStashThreads = 512;
+constexpr int kOnChipStashChunks = 16;
+constexpr int64_t kOnChipStashBytes = int64_t{kOnChipStashThreads} * kOnChipStashChunks * 16;
+
+template <typename T, bool kWaves = false>
+__global__ void __launch_bounds__(kOnChipStashThreads, 1) onchip_transpose_stash_kernel(T* __restrict__ base,
+                                                                                       OnChipGeo geo) {
+  onchip_body<T, onchip_unroll<T>(), kWaves, kOnChipStashChunks>(base, geo);
 }
 
 }  // namespace kernels
@@ -244,6 +313,8 @@ template __global__ void onchip_transpose_kernel<uint64_t>(uint64_t*, OnChipGeo)
 template __global__ void onchip_transpose_kernel<Bytes16>(Bytes16*, OnChipGeo);
 template __global__ void onchip_transpose_kernel<uint8_t, 4, true>(uint8_t*, OnChipGeo);
 template __global__ void onchip_transpose_kernel<Bytes16, 4, true>(Bytes16*, OnChipGeo);
+template __global__ void onchip_transpose_stash_kernel<uint16_t>(uint16_t*, OnChipGeo);
+template __global__ void onchip_transpose_stash_kernel<uint64_t, true>(uint64_t*, OnChipGeo);
 }  // namespace kernels
 }  // namespace torch_inplace
 #endif

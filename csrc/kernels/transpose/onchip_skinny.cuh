@@ -198,14 +198,11 @@ TI_DEVICE uint32_t skinny_segments(uint32_t first, uint32_t count, uint32_t P, u
 
 // The register stash (kStash > 0): a tensor just past the shared memory keeps part of each block's tiles in
 // registers across the grid barrier. Those tiles are staged in shared memory as usual, copied as they lie there into
-// kStash 16-byte registers per thread (thread t: chunks t, t + blockDim, ...), and the shared memory takes the rest of
-// the block's tiles; after the barrier the rest is written back, the stash returns to shared memory, and its tiles
-// are written back in turn. One read and one write of each element in global memory, as without it; the stashed
-// tiles cross shared memory twice more. The stash kernel runs kOnChipStashThreads threads with up to 128 registers
-// each (kOnChipStashChunks of them 16-byte chunks: 128 KiB a block, 16.5 MiB more on chip on an H100 / H200).
-constexpr int kOnChipStashThreads = 512;
-constexpr int kOnChipStashChunks = 16;
-constexpr int64_t kOnChipStashBytes = int64_t{kOnChipStashThreads} * kOnChipStashChunks * 16;
+// kStash 16-byte registers per thread (stash_copy in onchip.cuh), and the shared memory takes the rest of the
+// block's tiles; after the barrier the rest is written back, the stash returns to shared memory, and its tiles are
+// written back in turn. One read and one write of each element in global memory, as without it; the stashed tiles
+// cross shared memory twice more. The stash kernel runs kOnChipStashThreads threads with up to 128 registers each
+// (kOnChipStashChunks of them 16-byte chunks: kOnChipStashBytes = 128 KiB a block, 16.5 MiB more on an H100 / H200).
 
 // One wave: the block's segments staged, the grid barrier, written back transposed. With the stash, the first
 // geo.stash_tiles of the block's tiles wait in registers.
@@ -246,25 +243,16 @@ TI_DEVICE void onchip_skinny_wave(T* data, const OnChipGeo& geo, T* sm, uint32_t
   } else {
     const uint32_t cs = count < geo.stash_tiles ? count : geo.stash_tiles;
     uint4 stash[kStash];
-    uint4* sm4 = reinterpret_cast<uint4*>(sm);
     const uint32_t chunks = (side(to_soa, true, first, cs) * static_cast<uint32_t>(sizeof(T)) + 15u) / 16u;
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kStash; ++k) {
-      const uint32_t c = threadIdx.x + k * blockDim.x;
-      if (c < chunks) stash[k] = sm4[c];
-    }
+    stash_copy<kStash, true>(stash, sm, chunks);
     __syncthreads();
     side(to_soa, true, first + cs, count - cs);
     __syncthreads();
     cooperative_groups::this_grid().sync();
     side(!to_soa, false, first + cs, count - cs);
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kStash; ++k) {
-      const uint32_t c = threadIdx.x + k * blockDim.x;
-      if (c < chunks) sm4[c] = stash[k];
-    }
+    stash_copy<kStash, false>(stash, sm, chunks);
     __syncthreads();
     side(!to_soa, false, first, cs);
   }

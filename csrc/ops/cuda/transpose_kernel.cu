@@ -642,7 +642,11 @@ struct Engine {
     // The skinny kernel's 16-byte chunks start at the 16-byte boundary before the tensor: its address must be a
     // multiple of the element size (PyTorch's storages are) for the chunks to hold whole elements.
     const bool whole_elements = reinterpret_cast<uintptr_t>(data) % sizeof(T) == 0;
-    if (g.oc_stash > 0) {  // past the shared memory: no element-kernel fallback fits
+    if (g.oc_stash > 0 && g.oc_skinny == 0) {  // the element kernel with a register stash
+      auto* k = geo.waves > 1 ? onchip_transpose_stash_kernel<T, true> : onchip_transpose_stash_kernel<T, false>;
+      return launch_cooperative(k, g.oc_grid, kOnChipStashThreads, g.oc_smem, stream, data, geo);
+    }
+    if (g.oc_stash > 0) {  // the skinny kernel's stash: past the shared memory, no element-kernel fallback fits
       if (!whole_elements) return cudaErrorMisalignedAddress;
       auto* sk = geo.waves > 1 ? onchip_skinny_stash_kernel<T, true> : onchip_skinny_stash_kernel<T, false>;
       return launch_cooperative(sk, g.oc_grid, kOnChipStashThreads, g.oc_skinny, stream, data, geo);
