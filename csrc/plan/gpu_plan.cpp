@@ -789,8 +789,8 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
   //  * Other tiles: the element kernel (onchip_transpose_stash_kernel) on the same tiles as without the stash, except
   //    for squares and where one side divides the other: there the tile-pair swaps and the tiled sequences 2.1 / 2.2
   //    ran faster (H200, GPU time: 3000 x 3000 fp32 0.025 against 0.050 ms, 5800 x 5800 uint8 0.050 against 0.166;
-  //    2048 x 4096 fp32 0.043 against 0.046, 9 of them 0.348 against 0.443), where elsewhere the stash ran 1.1-1.7x
-  //    faster than the planner's previous choice (results/NVIDIA_H200/stash_checks.log).
+  //    2048 x 4096 fp32 0.043 against 0.046, 9 of them 0.348 against 0.443), where elsewhere the stash ran 1.1-1.8x
+  //    faster than the best other plan (results/NVIDIA_H200/stash_checks.log).
   const bool rows_tiles = tc == n;
   const int64_t F = rows_tiles ? n : m, L = rows_tiles ? m : n;
   const bool stash_skinny = (tc == n || tr == m) && F <= kSkinnyMax && L >= 1024 &&
@@ -887,7 +887,7 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
                  : std::string());
   if (g.oc_wave > 0) {
     const int64_t waves = ceil_div(p.batch, wave);
-    plan.reason = std::string(stash > 0 ? "each matrix fits in shared memory and registers" : "each matrix fits in shared memory") +
+    plan.reason = std::string("each matrix fits in shared memory") + (stash > 0 ? " and registers" : "") +
                   ": one cooperative kernel takes the batch in " +
                   std::to_string(waves) + " waves of " + std::to_string(wave) + " matrices (" +
                   std::to_string(g.oc_grid) + " blocks of " + std::to_string(smem) + " B); each wave stages its " +
@@ -895,7 +895,7 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
                   ", syncs the grid and writes them transposed (one read and one write per element)" + skinny_note;
     return true;
   }
-  plan.reason = std::string(stash > 0 ? "the tensor fits in shared memory and registers (" : "the tensor fits in shared memory (") +
+  plan.reason = std::string("the tensor fits in shared memory") + (stash > 0 ? " and registers" : "") + " (" +
                 std::to_string(g.oc_grid) + " blocks of " +
                 std::to_string(smem) + " B): one cooperative kernel stages " + std::to_string(tiles) + " tiles of " +
                 std::to_string(tr) + " x " + std::to_string(tc) +

@@ -52,13 +52,13 @@ struct OnChipGeo {
   uint32_t waves = 1;                // waves of whole matrices
   uint32_t last_tiles = 0;           // tiles in the last wave (<= tiles)
   int64_t wave_elems = 0;            // elements of a full wave (the next wave starts that far on)
-  uint32_t stash_tiles = 0;          // skinny kernel with a register stash: the first of a block's tiles that
-                                     // wait in registers across the grid barrier (onchip_skinny.cuh)
+  uint32_t stash_tiles = 0;          // the stash kernels: the first of a block's tiles, which wait in registers
+                                     // across the grid barrier (onchip_wave, onchip_skinny_wave)
 };
 
 // The geometry of `batch` m x n matrices cut into tr x tc tiles staged with row stride s, per_block tiles a block
 // (the plan's oc_* fields), in waves of `wave` matrices (0: one wave), the first `stash_tiles` of each block's tiles in
-// registers (the skinny kernel's stash; 0: none).
+// registers (the stash kernels; 0: none).
 inline OnChipGeo onchip_geo(int64_t batch, int64_t m, int64_t n, int64_t tr, int64_t tc, int64_t s, int64_t per_block,
                             int64_t wave = 0, int64_t stash_tiles = 0) {
   OnChipGeo geo;

@@ -258,16 +258,21 @@ TI_DEVICE void onchip_skinny_wave(T* data, const OnChipGeo& geo, T* sm, uint32_t
   }
 }
 
-// kLD / kGD: chunks in flight (kOnChipSkinnyDepth, kOnChipSkinnyGather; other values for the harness's sweep).
-template <typename T, bool kWaves = false, int kLD = kOnChipSkinnyDepth, int kGD = kOnChipSkinnyGather>
-__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_skinny_kernel(T* __restrict__ base, OnChipGeo geo) {
+template <typename T, bool kWaves, int kLD, int kGD, int kStash>
+TI_DEVICE void onchip_skinny_body(T* __restrict__ base, const OnChipGeo& geo) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   uint32_t first;
   const uint32_t full = onchip_block_tiles(geo, first);
   onchip_for_each_wave<kWaves>(base, geo, first, full, [&](T* data, uint32_t count) {
-    onchip_skinny_wave<T, kLD, kGD, 0>(data, geo, sm, first, count);
+    onchip_skinny_wave<T, kLD, kGD, kStash>(data, geo, sm, first, count);
   });
+}
+
+// kLD / kGD: chunks in flight (kOnChipSkinnyDepth, kOnChipSkinnyGather; other values for the harness's sweep).
+template <typename T, bool kWaves = false, int kLD = kOnChipSkinnyDepth, int kGD = kOnChipSkinnyGather>
+__global__ void __launch_bounds__(kOnChipThreads, 1) onchip_skinny_kernel(T* __restrict__ base, OnChipGeo geo) {
+  onchip_skinny_body<T, kWaves, kLD, kGD, 0>(base, geo);
 }
 
 // The same with the register stash: kOnChipStashThreads threads, geo.stash_tiles > 0, at most kOnChipStashBytes of
@@ -275,13 +280,7 @@ __global__ void __launch_bounds__(kOnChipThreads, 1) onchip_skinny_kernel(T* __r
 template <typename T, bool kWaves = false, int kStash = kOnChipStashChunks>
 __global__ void __launch_bounds__(kOnChipStashThreads, 1) onchip_skinny_stash_kernel(T* __restrict__ base,
                                                                                     OnChipGeo geo) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sm = reinterpret_cast<T*>(smem_raw);
-  uint32_t first;
-  const uint32_t full = onchip_block_tiles(geo, first);
-  onchip_for_each_wave<kWaves>(base, geo, first, full, [&](T* data, uint32_t count) {
-    onchip_skinny_wave<T, kOnChipSkinnyDepth, kOnChipSkinnyGather, kStash>(data, geo, sm, first, count);
-  });
+  onchip_skinny_body<T, kWaves, kOnChipSkinnyDepth, kOnChipSkinnyGather, kStash>(base, geo);
 }
 
 }  // namespace kernels
