@@ -88,7 +88,9 @@ __global__ void __launch_bounds__(kGroupThreads)
 }
 
 // The same with 16-byte global accesses (V = uint4 holding VEC = 16 / sizeof(T) elements): for 1/2/4/8-byte
-// elements when each group's bytes and the base are 16-byte aligned (R*C*sizeof(T) % 16 == 0). Same staging.
+// elements when each group's bytes and the base are 16-byte aligned (R*C*sizeof(T) % 16 == 0). Same staging. A
+// vector's elements are consecutive, so only its first one's (tile, row, column) takes divisions: with two per
+// element before, the fp32 tiles ran 1.11-1.19x slower on an H200 (history_tiles_harness.log, twenty-fifth session).
 template <typename T, typename V>
 __global__ void __launch_bounds__(kGroupThreads)
     group_tiles_vec_kernel(T* __restrict__ base, int64_t tiles, uint32_t G, uint32_t R, uint32_t C, uint32_t S,
@@ -119,12 +121,20 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int s = 0; s < K; ++s) {
         const uint32_t w = w0 + s * blockDim.x;
         if (w < total_v) {
+          // The vector's first element by division, the others by stepping (tile, i, j) in the source's order.
+          uint32_t o, j;
+          uint32_t tg = dm_tile.div(w * VEC, &o);
+          uint32_t i = dm_c.div(o, &j);
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
-            uint32_t o, j;
-            const uint32_t tg = dm_tile.div(w * VEC + q, &o);
-            const uint32_t i = dm_c.div(o, &j);
             sm[tg * R * S + i * S + j] = pk[s].e[q];
+            if (++j == C) {
+              j = 0;
+              if (++i == R) {
+                i = 0;
+                ++tg;
+              }
+            }
           }
         }
       }
@@ -136,12 +146,20 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int s = 0; s < K; ++s) {
         const uint32_t w = w0 + s * blockDim.x;
         if (w < total_v) {
+          // Output (j, i) of the C x R result: the first by division, the others by stepping in the result's order.
+          uint32_t o, i;
+          uint32_t tg = dm_tile.div(w * VEC, &o);
+          uint32_t j = dm_r.div(o, &i);
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
-            uint32_t o, i;
-            const uint32_t tg = dm_tile.div(w * VEC + q, &o);
-            const uint32_t j = dm_r.div(o, &i);  // output (j, i) of the C x R result
             pk[s].e[q] = sm[tg * R * S + i * S + j];
+            if (++i == R) {
+              i = 0;
+              if (++j == C) {
+                j = 0;
+                ++tg;
+              }
+            }
           }
         }
       }
