@@ -74,5 +74,22 @@ struct DivMod<uint32_t> {
   }
 };
 
+// (t, a, b) += (dt, da, db) in the mixed radix (*, A, B), with da < A and db < B: a counter of (tile, row,
+// column) stepped by a fixed distance without divisions.
+TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint32_t da, uint32_t db, uint32_t A,
+                        uint32_t B) {
+  b += db;
+  if (b >= B) {
+    b -= B;
+    ++a;
+  }
+  a += da;
+  if (a >= A) {
+    a -= A;
+    ++t;
+  }
+  t += dt;
+}
+
 }  // namespace kernels
 }  // namespace torch_inplace

@@ -90,22 +90,6 @@ TI_HOST_DEVICE uint32_t onchip_table_bytes(uint32_t per_block) {
   return (per_block * static_cast<uint32_t>(sizeof(OnChipTile)) + 15u) / 16u * 16u;
 }
 
-// (t, a, b) += (dt, da, db) in the mixed radix (*, A, B), with da < A and db < B.
-TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint32_t da, uint32_t db, uint32_t A,
-                        uint32_t B) {
-  b += db;
-  if (b >= B) {
-    b -= B;
-    ++a;
-  }
-  a += da;
-  if (a >= A) {
-    a -= A;
-    ++t;
-  }
-  t += dt;
-}
-
 // Phase 1 of a wave: the block's `count` tiles of the wave at `data` (table offsets from there) into shared memory
 // (tile k at tiles + k * tr * s), walking (tile, i, j) in the source's order.
 template <typename T, int U>

@@ -88,9 +88,10 @@ __global__ void __launch_bounds__(kGroupThreads)
 }
 
 // The same with 16-byte global accesses (V = uint4 holding VEC = 16 / sizeof(T) elements): for 1/2/4/8-byte
-// elements when each group's bytes and the base are 16-byte aligned (R*C*sizeof(T) % 16 == 0). Same staging. A
-// vector's elements are consecutive, so only its first one's (tile, row, column) takes divisions: with two per
-// element before, the fp32 tiles ran 1.11-1.19x slower on an H200 (history_tiles_harness.log, twenty-fifth session).
+// elements when each group's bytes and the base are 16-byte aligned (R*C*sizeof(T) % 16 == 0). Same staging. Each
+// thread steps its elements' (tile, row, column) without divisions (advance3 from vector to vector, +1 within
+// one): with two divisions per element, the fp32 tiles ran 1.11-1.19x slower on an H200
+// (history_tiles_harness.log, twenty-fifth session).
 template <typename T, typename V>
 __global__ void __launch_bounds__(kGroupThreads)
     group_tiles_vec_kernel(T* __restrict__ base, int64_t tiles, uint32_t G, uint32_t R, uint32_t C, uint32_t S,
@@ -110,6 +111,13 @@ __global__ void __launch_bounds__(kGroupThreads)
     const uint32_t ng = static_cast<uint32_t>(tiles - t0 < G ? tiles - t0 : G);
     const uint32_t total_v = ng * rc / VEC;
     V* g = reinterpret_cast<V*>(base + t0 * static_cast<int64_t>(rc));
+    // (tile, i, j) of the thread's vector's first element in the source's order, stepped from vector to vector
+    // (VEC * blockDim elements) and from element to element without divisions.
+    const uint32_t step = VEC * blockDim.x, dt = step / rc, dr = step % rc;
+    const uint32_t di_src = dr / C, dj_src = dr % C, dj_res = dr / R, di_res = dr % R;
+    uint32_t o, tv, iv, jv;
+    tv = dm_tile.div(threadIdx.x * VEC, &o);
+    iv = dm_c.div(o, &jv);
     for (uint32_t w0 = threadIdx.x; w0 < total_v; w0 += blockDim.x * K) {
       Pack pk[K];
 #pragma unroll
@@ -121,10 +129,7 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int s = 0; s < K; ++s) {
         const uint32_t w = w0 + s * blockDim.x;
         if (w < total_v) {
-          // The vector's first element by division, the others by stepping (tile, i, j) in the source's order.
-          uint32_t o, j;
-          uint32_t tg = dm_tile.div(w * VEC, &o);
-          uint32_t i = dm_c.div(o, &j);
+          uint32_t tg = tv, i = iv, j = jv;
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
             sm[tg * R * S + i * S + j] = pk[s].e[q];
@@ -137,19 +142,20 @@ __global__ void __launch_bounds__(kGroupThreads)
             }
           }
         }
+        advance3(tv, iv, jv, dt, di_src, dj_src, R, C);
       }
     }
     __syncthreads();
+    // The same for the result's order: output (j, i) of tile tg's C x R result.
+    tv = dm_tile.div(threadIdx.x * VEC, &o);
+    jv = dm_r.div(o, &iv);
     for (uint32_t w0 = threadIdx.x; w0 < total_v; w0 += blockDim.x * K) {
       Pack pk[K];
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const uint32_t w = w0 + s * blockDim.x;
         if (w < total_v) {
-          // Output (j, i) of the C x R result: the first by division, the others by stepping in the result's order.
-          uint32_t o, i;
-          uint32_t tg = dm_tile.div(w * VEC, &o);
-          uint32_t j = dm_r.div(o, &i);
+          uint32_t tg = tv, i = iv, j = jv;
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
             pk[s].e[q] = sm[tg * R * S + i * S + j];
@@ -162,6 +168,7 @@ __global__ void __launch_bounds__(kGroupThreads)
             }
           }
         }
+        advance3(tv, jv, iv, dt, dj_res, di_res, C, R);
       }
 #pragma unroll
       for (int s = 0; s < K; ++s) {
@@ -210,17 +217,19 @@ __global__ void __launch_bounds__(kGroupThreads)
       }
     }
     __syncthreads();
+    // Output element u is (j, i) of tile tg's C x R result: a counter from the thread's first u, stepped by the
+    // block size without divisions.
+    const uint32_t step = blockDim.x, dt = step / rc, dr = step % rc, dj = dr / R, di = dr % R;
+    uint32_t o, i;
+    uint32_t tg = dm_tile.div(threadIdx.x, &o);
+    uint32_t j = dm_r.div(o, &i);
     for (uint32_t u0 = threadIdx.x; u0 < total; u0 += blockDim.x * K2) {
       T v[K2];
 #pragma unroll
       for (int s = 0; s < K2; ++s) {
         const uint32_t u = u0 + s * blockDim.x;
-        if (u < total) {
-          uint32_t o, i;
-          const uint32_t tg = dm_tile.div(u, &o);
-          const uint32_t j = dm_r.div(o, &i);  // output (j, i) of the C x R result
-          v[s] = sm[tg * rc + i * C + j];
-        }
+        if (u < total) v[s] = sm[tg * rc + i * C + j];
+        advance3(tg, j, i, dt, dj, di, C, R);
       }
 #pragma unroll
       for (int s = 0; s < K2; ++s) {
