@@ -11,16 +11,22 @@ def test_plan_picks_by_shape():
     assert torch_inplace.plan((1, 5)).algorithm == "noop"
     assert torch_inplace.plan((64, 64)).algorithm == "square"
     assert torch_inplace.plan((100000, 3)).algorithm == "skinny"
-    assert torch_inplace.plan((3000, 2000)).algorithm == "c2r"
-    assert torch_inplace.plan((2000, 3000)).algorithm == "r2c"
-    p = torch_inplace.plan((2, 3000, 2000), torch.float64)
+    # sides with a divisor of a good block size: Karlsson's three stages; factor-poor ones: Catanzaro
+    assert torch_inplace.plan((3000, 2000)).algorithm == "tiled32"
+    assert torch_inplace.plan((2000, 3000)).algorithm == "tiled32"
+    assert torch_inplace.plan((3001, 2003)).algorithm == "c2r"
+    assert torch_inplace.plan((2003, 3001)).algorithm == "r2c"
+    assert torch_inplace.plan((3000, 2003)).algorithm == "c2r"  # one side factor-poor is enough
+    p = torch_inplace.plan((2, 3001, 2003), torch.float64)
     assert isinstance(p, torch_inplace.Plan) and p.scratch_bytes > 0
-    assert "c2r" in p.explanation and "2 x (3000 x 2000)" in p.explanation and "8-byte" in p.explanation
+    assert "c2r" in p.explanation and "2 x (3001 x 2003)" in p.explanation and "8-byte" in p.explanation
+    p = torch_inplace.plan((2, 3000, 2000), torch.float64)
+    assert p.scratch_bytes > 0 and "Karlsson" in p.explanation and "2 x (3000 x 2000)" in p.explanation
 
 
 def test_plan_scratch_is_small():
     """Scratch is O(max(m, n)) per thread: far below the tensor for large shapes."""
-    for shape in [(3000, 2000), (20000, 19999), (10**6, 7)]:
+    for shape in [(3000, 2000), (3001, 2003), (20000, 19999), (20000, 19998), (10**6, 7)]:
         p = torch_inplace.plan(shape, torch.float32)
         assert p.scratch_bytes < 0.01 * shape[0] * shape[1] * 4 + (1 << 20), (shape, p)
 
@@ -35,8 +41,9 @@ def test_plan_forced_and_refused():
         torch_inplace.plan((30,))
 
 
-def test_plan_scratch_matches_what_the_op_records():
-    x = rand((3001, 1999), torch.float32)
+@pytest.mark.parametrize("shape", [(3001, 1999), (3000, 2000)])
+def test_plan_scratch_matches_what_the_op_records(shape):
+    x = rand(shape, torch.float32)
     expected = torch_inplace.plan(x.shape, x.dtype).scratch_bytes
     torch_inplace.reset_workspace_stats()
     torch_inplace.transpose_(x)

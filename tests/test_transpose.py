@@ -58,6 +58,45 @@ def test_forced_algorithms_small(algorithm, device):
     assert ran > 0
 
 
+def test_cpu_tiled_forced_small():
+    """The CPU three-stage tiled path (Karlsson; plan 'tiled32') forced on every small shape it takes: blocks of
+    m x n with m | rows, n | cols, so the grids, bands and block cycles of many geometries run (M' or N' = 1
+    included), on several element sizes."""
+    g = torch.Generator().manual_seed(11)
+    sizes = sorted(DTYPE_BY_SIZE)
+    ran = 0
+    for m in range(2, 97):
+        for n in range(2, 97):
+            es = sizes[(m + n) % len(sizes)]
+            try:
+                p = torch_inplace.plan((m, n), DTYPE_BY_SIZE[es], "cpu", algorithm="tiled32")
+            except RuntimeError as e:
+                assert "cannot" in str(e)
+                continue
+            assert p.algorithm == "tiled32"
+            check_inplace(rand((m, n), DTYPE_BY_SIZE[es], "cpu", g), algorithm="tiled32")
+            ran += 1
+    assert ran > 1000
+
+
+@pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
+@pytest.mark.parametrize("shape", [(1024, 768), (768, 1024), (1000, 3000), (3072, 1024), (200, 3000), (65, 4096),
+                                   (4, 256, 192), (3, 96, 1000)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cpu_tiled_auto(shape, esize, threads):
+    """Shapes whose sides both have a divisor of a good block size take the tiled path on the CPU (batches a matrix
+    per task when there are as many matrices as threads, else each matrix across the threads)."""
+    dtype = DTYPE_BY_SIZE[esize]
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        p = torch_inplace.plan(shape, dtype, "cpu")
+        assert p.algorithm == "tiled32" and "Karlsson" in p.explanation, p
+        check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("device", devices())
 def test_random_shapes(device):
     """>= 200 random shapes up to 3000 x 3000 (both-prime, skinny, squares included), every element size."""

@@ -1,6 +1,8 @@
 #include "plan/transpose_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace torch_inplace {
@@ -80,6 +82,34 @@ CpuSkinnyLayout cpu_skinny_layout(int64_t N, int64_t F, int64_t esize, int64_t t
   return l;
 }
 
+int64_t cpu_tiled_side(int64_t x, int64_t esize) {
+  // TORCH_INPLACE_CPU_TILED_BYTES moves the preferred super-element size (measurements).
+  const char* env = std::getenv("TORCH_INPLACE_CPU_TILED_BYTES");
+  const int64_t target = env != nullptr && std::atoll(env) > 0 ? std::atoll(env) : kCpuTiledBytes;
+  int64_t best = 0;
+  double best_dist = 0;
+  for (int64_t d = std::max<int64_t>(1, kCpuTiledMinBytes / esize); d * esize <= kCpuTiledMaxBytes && d <= x; ++d) {
+    if (x % d != 0 || d * esize < kCpuTiledMinBytes) continue;
+    const double dist = std::abs(std::log(static_cast<double>(d * esize) / target));
+    if (best == 0 || dist <= best_dist) best = d, best_dist = dist;
+  }
+  return best;
+}
+
+CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t esize, int64_t threads) {
+  CpuTiledLayout l;
+  l.m = m, l.n = n, l.Mp = rows / m, l.Np = cols / n;
+  l.block_words = (l.Mp * l.Np + 63) / 64;
+  l.band_words = (std::max(m * l.Np, l.Mp * n) + 63) / 64;
+  l.visited_off = 0;
+  l.leaders_off = align64(l.block_words * 8);
+  l.band_off = l.leaders_off + align64(l.block_words * 8);
+  l.block_off = l.band_off + align64(l.band_words * 8);
+  l.thread_bytes = l.block_off + align64(m * n * esize);
+  l.total = threads * l.thread_bytes;
+  return l;
+}
+
 namespace {
 
 Plan base_plan(const Problem& p, Algo a, std::string why) {
@@ -115,6 +145,46 @@ Plan cpu_skinny(const Problem& p, const DeviceCaps& caps) {
   return plan;
 }
 
+// The three-stage tiled path where both sides have a block side in range (cpu_tiled_side): false elsewhere.
+bool cpu_tiled(const Problem& p, const DeviceCaps& caps, Plan* out) {
+  int64_t m = cpu_tiled_side(p.rows, p.esize), n = cpu_tiled_side(p.cols, p.esize);
+  if (m == 0 || n == 0) return false;
+  // Blocks of at most kCpuTiledMaxBlockBytes (one per thread in the scratch): the longer side shrinks to its next
+  // divisor in range.
+  auto shrink = [&](int64_t x, int64_t side) {
+    for (int64_t d = side - 1; d * p.esize >= kCpuTiledMinBytes; --d) {
+      if (x % d == 0) return d;
+    }
+    return int64_t{0};
+  };
+  while (m * n * p.esize > kCpuTiledMaxBlockBytes) {
+    if (m >= n) {
+      m = shrink(p.rows, m);
+    } else {
+      n = shrink(p.cols, n);
+    }
+    if (m == 0 || n == 0) return false;
+  }
+  const int64_t Mp = p.rows / m, Np = p.cols / n, es = p.esize;
+  Plan plan = base_plan(
+      p, Algo::Tiled32,
+      "rows " + std::to_string(p.rows) + " = " + std::to_string(Mp) + " x " + std::to_string(m) + ", cols " +
+          std::to_string(p.cols) + " = " + std::to_string(Np) + " x " + std::to_string(n) +
+          ": Karlsson's three stages (sequence 3.2 with its last step split): in each row band the (" +
+          std::to_string(m) + ", " + std::to_string(Np) + ") super-elements of " + std::to_string(n * es) +
+          " bytes by cycle following (0100!), the (" + std::to_string(Mp) + ", " + std::to_string(Np) +
+          ") blocks of " + std::to_string(m) + " x " + std::to_string(n) +
+          " by cycle following, each transposed on the way (100! + 0010!), then in each column band the (" +
+          std::to_string(Mp) + ", " + std::to_string(n) + ") super-elements of " + std::to_string(m * es) +
+          " bytes (0100!); three passes");
+  plan.threads = std::max(1, caps.num_threads);
+  plan.tile_m = m;
+  plan.tile_n = n;
+  plan.scratch_bytes = cpu_tiled_layout(p.rows, p.cols, m, n, es, plan.threads).total;
+  *out = std::move(plan);
+  return true;
+}
+
 }  // namespace
 
 std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
@@ -127,6 +197,8 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if (want(Algo::Skinny) && lo <= kSkinnyMax && lo >= 2 && hi > lo) {
     out.push_back(cpu_skinny(p, caps));
   }
+  Plan tiled;
+  if (want(Algo::Tiled32) && p.rows != p.cols && lo >= 2 && cpu_tiled(p, caps, &tiled)) out.push_back(tiled);
   const bool tall = p.rows > p.cols;
   Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
   if (want(first)) {

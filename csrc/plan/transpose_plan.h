@@ -201,5 +201,30 @@ struct CpuSkinnyLayout {
 int64_t cpu_skinny_tile(int64_t N, int64_t F, int64_t esize);
 CpuSkinnyLayout cpu_skinny_layout(int64_t N, int64_t F, int64_t esize, int64_t threads, int64_t k);
 
+// CPU tiled path (plan Tiled32): Karlsson's three-stage algorithm (paper 004 sec. 7), i.e. Gomez-Luna/Sung
+// sequence 3.2 with its last step, the 100! of (M', N, m) super-elements of m elements, split into a 100! of whole
+// m x n blocks and a 0100! inside each column band. rows = M' * m, cols = N' * n (plan.tile_m = m, plan.tile_n = n):
+//   1. 0100! in each row band:    (M', m, N', n) -> (M', N', m, n)   bands of m * cols elements (cache-sized)
+//   2. 100! of the blocks, each   (M', N', m, n) -> (N', M', n, m)   m x n blocks moved by cycle following and
+//      transposed on the way (the 0010! fused in, as Karlsson's stages B1 + B2)
+//   3. 0100! in each column band: (N', M', n, m) -> (N', n, M', m)   bands of n * rows elements
+// Three passes over the matrix, each with long contiguous moves (super-elements of m or n elements, whole blocks).
+// Scratch, per thread: the visited and cycle-leader bitmaps of the M' * N' blocks, a visited bitmap for a band's
+// problem (max(m * N', M' * n) bits), and one m x n block.
+struct CpuTiledLayout {
+  int64_t m = 1, n = 1, Mp = 1, Np = 1;
+  int64_t block_words = 0, band_words = 0;
+  int64_t visited_off = 0, leaders_off = 0, band_off = 0, block_off = 0;  // within a thread's region
+  int64_t thread_bytes = 0;                                               // one thread's region (64-byte aligned)
+  int64_t total = 0;
+};
+// A side of the CPU tiled path's blocks for an extent x: the divisor d of x whose super-element (d * esize bytes)
+// lies in [kCpuTiledMinBytes, kCpuTiledMaxBytes] closest to kCpuTiledBytes (ties to the larger); 0 where none.
+// Blocks hold at most kCpuTiledMaxBlockBytes (the longer side shrinks to a smaller divisor in range where needed).
+constexpr int64_t kCpuTiledMinBytes = 64, kCpuTiledBytes = 512, kCpuTiledMaxBytes = 1024;
+constexpr int64_t kCpuTiledMaxBlockBytes = 64 * 1024;
+int64_t cpu_tiled_side(int64_t x, int64_t esize);
+CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t esize, int64_t threads);
+
 }  // namespace plan
 }  // namespace torch_inplace

@@ -75,6 +75,8 @@ TEST(Ops, ForcedAlgorithms) {
   expect_transposed(make({300, 500}, at::kFloat), "r2c");
   expect_transposed(make({500, 300}, at::kDouble), "c2r");
   expect_transposed(make({500, 300}, at::kDouble), "r2c");
+  expect_transposed(make({500, 300}, at::kDouble), "tiled32");
+  expect_transposed(make({4, 96, 160}, at::kComplexDouble), "tiled32");
   expect_transposed(make({3, 2000}, at::kShort), "skinny");
   expect_transposed(make({2000, 5}, at::kShort), "skinny");
   expect_transposed(make({3, 129, 129}, at::kByte), "square");

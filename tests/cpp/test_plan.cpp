@@ -55,6 +55,10 @@ int64_t expected_cpu_scratch(const Plan& pl) {
     const int64_t N = std::max(pl.problem.rows, pl.problem.cols), F = std::min(pl.problem.rows, pl.problem.cols);
     return cpu_skinny_layout(N, F, pl.problem.esize, pl.threads, pl.tile_m).total;
   }
+  if (pl.algo == Algo::Tiled32) {
+    return cpu_tiled_layout(pl.problem.rows, pl.problem.cols, pl.tile_m, pl.tile_n, pl.problem.esize, pl.threads)
+        .total;
+  }
   return cpu_scratch_layout(pl.c2r.m, pl.c2r.n, pl.problem.esize, pl.threads, pl.panel).total;
 }
 
@@ -111,27 +115,87 @@ TEST(CpuPlan, SkinnyForAShortSide) {
 }
 
 TEST(CpuPlan, CatanzaroByOrientation) {
-  for (int64_t esize : {1, 2, 4, 8, 16}) {
-    const Plan tall = make_plan(prob(2, 700, 300, esize), cpu());
+  // Factor-poor sides (701 and 307 are prime; with 2-byte or larger elements 701 is also longer than a block
+  // side): Catanzaro, the direction by orientation.
+  for (int64_t esize : {2, 4, 8, 16}) {
+    const Plan tall = make_plan(prob(2, 701, 307, esize), cpu());
     EXPECT_EQ(tall.algo, Algo::C2R);
-    EXPECT_EQ(tall.c2r.m, 700);
-    EXPECT_EQ(tall.c2r.n, 300);
-    EXPECT_EQ(tall.c2r.c, 100);
-    EXPECT_EQ(tall.panel, std::min<int64_t>(300, cpu_panel_width(esize)));
+    EXPECT_EQ(tall.c2r.m, 701);
+    EXPECT_EQ(tall.c2r.n, 307);
+    EXPECT_EQ(tall.panel, std::min<int64_t>(307, cpu_panel_width(esize)));
     EXPECT_EQ(tall.scratch_bytes, expected_cpu_scratch(tall));
     EXPECT_GT(tall.scratch_bytes, 0);
 
-    const Plan wide = make_plan(prob(2, 300, 700, esize), cpu());
+    const Plan wide = make_plan(prob(2, 307, 701, esize), cpu());
     EXPECT_EQ(wide.algo, Algo::R2C);
-    EXPECT_EQ(wide.c2r.m, 700);  // R2C works on the cols x rows view
-    EXPECT_EQ(wide.c2r.n, 300);
+    EXPECT_EQ(wide.c2r.m, 701);  // R2C works on the cols x rows view
+    EXPECT_EQ(wide.c2r.n, 307);
     EXPECT_EQ(wide.scratch_bytes, expected_cpu_scratch(wide));
+
+    // Forced on a shape the tiled path would take: the decomposition's parameters (gcd 100).
+    const Plan forced = make_plan(prob(2, 700, 300, esize), cpu(), Algo::C2R);
+    EXPECT_EQ(forced.c2r.c, 100);
+    EXPECT_EQ(forced.scratch_bytes, expected_cpu_scratch(forced));
   }
 }
 
+TEST(CpuPlan, TiledWhereBothSidesHaveABlockSide) {
+  // cpu_tiled_side: the divisor whose bytes lie in [64, 1024], closest to 512 (in ratio).
+  EXPECT_EQ(cpu_tiled_side(1024, 4), 128);
+  EXPECT_EQ(cpu_tiled_side(768, 4), 128);
+  EXPECT_EQ(cpu_tiled_side(300, 4), 150);   // 600 B (100: 400 B is further in ratio)
+  EXPECT_EQ(cpu_tiled_side(1024, 1), 512);
+  EXPECT_EQ(cpu_tiled_side(1024, 16), 32);
+  EXPECT_EQ(cpu_tiled_side(16, 4), 16);     // the whole side (64 B)
+  EXPECT_EQ(cpu_tiled_side(15, 4), 0);      // 60 B: shorter than a cache line
+  EXPECT_EQ(cpu_tiled_side(701, 4), 0);     // prime, longer than 1024 B
+  EXPECT_EQ(cpu_tiled_side(2 * 701, 4), 0); // divisors 2 (8 B) and 701 (2804 B): none in range
+  for (int64_t esize : {1, 2, 4, 8, 16}) {
+    for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{700, 300}, {300, 700}, {1024, 768}, {96, 100000}}) {
+      const Plan pl = make_plan(prob(3, r, c, esize), cpu(4));
+      ASSERT_EQ(pl.algo, Algo::Tiled32) << r << "x" << c << " " << esize;
+      EXPECT_LE(pl.tile_m, cpu_tiled_side(r, esize));
+      EXPECT_LE(pl.tile_n, cpu_tiled_side(c, esize));
+      EXPECT_LE(pl.tile_m * pl.tile_n * esize, kCpuTiledMaxBlockBytes);
+      EXPECT_GE(pl.tile_m * esize, kCpuTiledMinBytes);
+      EXPECT_GE(pl.tile_n * esize, kCpuTiledMinBytes);
+      EXPECT_EQ(r % pl.tile_m, 0);
+      EXPECT_EQ(c % pl.tile_n, 0);
+      EXPECT_EQ(pl.threads, 4);
+      EXPECT_EQ(pl.scratch_bytes, expected_cpu_scratch(pl));
+      EXPECT_TRUE(contains(pl.reason, "Karlsson")) << pl.reason;
+      // Layout: 64-byte aligned regions per thread, each big enough for what it holds.
+      const CpuTiledLayout l = cpu_tiled_layout(r, c, pl.tile_m, pl.tile_n, esize, 4);
+      EXPECT_EQ(l.Mp * l.m, r);
+      EXPECT_EQ(l.Np * l.n, c);
+      for (int64_t off : {l.visited_off, l.leaders_off, l.band_off, l.block_off, l.thread_bytes}) {
+        EXPECT_EQ(off % 64, 0);
+      }
+      EXPECT_GE(l.leaders_off - l.visited_off, (l.Mp * l.Np + 7) / 8);
+      EXPECT_GE(l.band_off - l.leaders_off, (l.Mp * l.Np + 7) / 8);
+      EXPECT_GE(l.block_off - l.band_off, (std::max(l.m * l.Np, l.Mp * l.n) + 7) / 8);
+      EXPECT_GE(l.thread_bytes - l.block_off, l.m * l.n * esize);
+      EXPECT_EQ(l.total, 4 * l.thread_bytes);
+      // A block and a few bitmaps per thread.
+      EXPECT_LT(pl.scratch_bytes, 4 * (kCpuTiledMaxBlockBytes + 4096 + r * c / 512));
+    }
+  }
+  // 1024 x 768 fp32: 128 x 128 blocks of 64 KiB; 1-byte elements: 512 x 384 would be 192 KiB, so 256 x 256.
+  EXPECT_EQ(make_plan(prob(1, 1024, 768), cpu()).tile_m, 128);
+  EXPECT_EQ(make_plan(prob(1, 1024, 768, 1), cpu()).tile_m * make_plan(prob(1, 1024, 768, 1), cpu()).tile_n,
+            256 * 256);
+  // One factor-poor side keeps Catanzaro; forcing the tiled path there is refused.
+  EXPECT_EQ(make_plan(prob(1, 700, 307), cpu()).algo, Algo::C2R);
+  EXPECT_THROW(make_plan(prob(1, 700, 307), cpu(), Algo::Tiled32), PlanError);
+  EXPECT_THROW(make_plan(prob(1, 700, 300), cpu(), Algo::Tiled31), PlanError);  // the CPU runs 3.2 only
+  // Squares and skinny shapes keep their own paths.
+  EXPECT_EQ(make_plan(prob(1, 1024, 1024), cpu()).algo, Algo::Square);
+  EXPECT_EQ(make_plan(prob(1, 1024, 32), cpu()).algo, Algo::Skinny);
+}
+
 TEST(CpuPlan, ScratchScalesWithThreadsAndMatchesLayout) {
-  const Plan one = make_plan(prob(1, 3000, 2000), cpu(1));
-  const Plan eight = make_plan(prob(1, 3000, 2000), cpu(8));
+  const Plan one = make_plan(prob(1, 3000, 2000), cpu(1), Algo::C2R);
+  const Plan eight = make_plan(prob(1, 3000, 2000), cpu(8), Algo::C2R);
   EXPECT_EQ(one.threads, 1);
   EXPECT_EQ(eight.threads, 8);
   EXPECT_GT(eight.scratch_bytes, one.scratch_bytes);
@@ -211,7 +275,7 @@ TEST(CpuPlan, WorkspaceLimits) {
 }
 
 TEST(CpuPlan, Explain) {
-  const Plan pl = make_plan(prob(3, 700, 300, 8), cpu(2));
+  const Plan pl = make_plan(prob(3, 700, 300, 8), cpu(2), Algo::C2R);
   const std::string s = pl.explain();
   EXPECT_TRUE(contains(s, "c2r")) << s;
   EXPECT_TRUE(contains(s, "3 x (700 x 300)")) << s;

@@ -1,5 +1,6 @@
 // CPU engine of _transpose_data_: Catanzaro's decomposition (paper 003 sec. 5.1) parallelised with
-// at::parallel_for, a skinny variant for AoS <-> SoA shapes, and tile-pair swaps for squares.
+// at::parallel_for, Karlsson's three-stage tiled algorithm where both sides have divisors of a good block size, a
+// skinny variant for AoS <-> SoA shapes, and tile-pair swaps for squares.
 //
 // The decomposition works on an m x n row-major view (plan.c2r). Rows are shuffled through a per-thread buffer
 // of n elements. Column steps are rotations (column j moves up by s_j rows) and one row permutation q shared by
@@ -43,6 +44,11 @@ class CpuTranspose {
   CpuTranspose(const plan::Plan& plan, uint8_t* scratch)
       : plan_(plan), p_(plan.c2r), m_(plan.c2r.m), n_(plan.c2r.n), scratch_(scratch) {
     if (plan.algo == plan::Algo::Square || plan.algo == plan::Algo::Noop) return;
+    if (plan.algo == plan::Algo::Tiled32) {
+      const plan::Problem& pr = plan.problem;
+      tl_ = plan::cpu_tiled_layout(pr.rows, pr.cols, plan.tile_m, plan.tile_n, sizeof(T), plan.threads);
+      return;
+    }
     if (plan.algo == plan::Algo::Skinny) {
       const plan::Problem& pr = plan.problem;
       sk_ = plan::cpu_skinny_layout(std::max(pr.rows, pr.cols), std::min(pr.rows, pr.cols), sizeof(T), plan.threads,
@@ -58,6 +64,9 @@ class CpuTranspose {
   // Whether matrices of a batch may run concurrently (each then runs its steps on one thread): not for the
   // skinny path, whose visited bitmap and remainder block are shared.
   bool batch_parallel_ok() const { return plan_.algo != plan::Algo::Skinny; }
+  // Whether a batch of at least as many matrices as threads runs a matrix per task whatever their size: the tiled
+  // path's scratch is all per thread, and a matrix per thread keeps its three passes in that core's caches.
+  bool batch_parallel_any_size() const { return plan_.algo == plan::Algo::Tiled32; }
 
   void run(T* A) const {
     switch (plan_.algo) {
@@ -65,6 +74,7 @@ class CpuTranspose {
       case plan::Algo::C2R: return c2r(A);
       case plan::Algo::R2C: return r2c(A);
       case plan::Algo::Skinny: return skinny(A, plan_.problem.rows > plan_.problem.cols);
+      case plan::Algo::Tiled32: return tiled(A);
       default: TORCH_CHECK(false, "transpose_: CPU engine got unsupported plan ", plan::algo_name(plan_.algo));
     }
   }
@@ -358,6 +368,108 @@ class CpuTranspose {
     return reinterpret_cast<T*>(scratch_ + sk_.threads_off + at::get_thread_num() * stride);
   }
 
+  // ---- tiled: Karlsson's three stages (plan::CpuTiledLayout) ---------------------------------------------------
+  struct TiledScratch {
+    uint64_t* visited;  // M' * N' bits
+    uint64_t* leaders;  // M' * N' bits
+    uint64_t* band;     // a band problem's visited bits
+    T* block;           // one m x n block
+  };
+  TiledScratch tiled_scratch() const {
+    uint8_t* base = scratch_ + at::get_thread_num() * tl_.thread_bytes;
+    return {reinterpret_cast<uint64_t*>(base + tl_.visited_off), reinterpret_cast<uint64_t*>(base + tl_.leaders_off),
+            reinterpret_cast<uint64_t*>(base + tl_.band_off), reinterpret_cast<T*>(base + tl_.block_off)};
+  }
+
+  void tiled(T* A) const {
+    const int64_t m = tl_.m, n = tl_.n, Mp = tl_.Mp, Np = tl_.Np, rows = Mp * m, cols = Np * n;
+    // 1. Each row band (m, N', n) -> (N', m, n).
+    if (m > 1 && Np > 1) {
+      at::parallel_for(0, Mp, 1, [&](int64_t lo, int64_t hi) {
+        const TiledScratch ts = tiled_scratch();
+        for (int64_t I = lo; I < hi; ++I) band_transpose(A + I * m * cols, m, Np, n, ts.band, ts.block);
+      });
+    }
+    // 2. The (M', N') blocks of m x n -> (N', M') blocks of n x m.
+    block_transpose(A, Mp, Np, m, n);
+    // 3. Each column band (M', n, m) -> (n, M', m).
+    if (Mp > 1 && n > 1) {
+      at::parallel_for(0, Np, 1, [&](int64_t lo, int64_t hi) {
+        const TiledScratch ts = tiled_scratch();
+        for (int64_t J = lo; J < hi; ++J) band_transpose(A + J * n * rows, Mp, n, m, ts.band, ts.block);
+      });
+    }
+  }
+
+  // (X, Y, Z) -> (Y, X, Z) in place at P, on one thread: gather-form cycle following (position q receives the
+  // super-element at (q mod X) * Y + q / X), one carry of Z elements, `bits` marking the positions done.
+  static void band_transpose(T* P, int64_t X, int64_t Y, int64_t Z, uint64_t* bits, T* carry) {
+    const int64_t L = X * Y;
+    const size_t bytes = Z * sizeof(T);
+    std::memset(bits, 0, ((L + 63) / 64) * 8);
+    auto src = [&](int64_t q) { return (q % X) * Y + q / X; };
+    for (int64_t s = 1; s + 1 < L; ++s) {  // positions 0 and L - 1 stay
+      if (bit_get(bits, s)) continue;
+      int64_t p = s, q = src(s);
+      if (q == s) continue;
+      std::memcpy(carry, P + s * Z, bytes);
+      while (true) {
+        bit_set(bits, p);
+        if (q == s) break;
+        std::memcpy(P + p * Z, P + q * Z, bytes);
+        p = q;
+        q = src(p);
+      }
+      std::memcpy(P + p * Z, carry, bytes);
+    }
+  }
+
+  // dst (n x m) = the transpose of src (m x n), both row-major, in 8 x 8 sub-blocks.
+  static void transpose_block(const T* src, T* dst, int64_t m, int64_t n) {
+    constexpr int64_t S = 8;
+    for (int64_t i0 = 0; i0 < m; i0 += S) {
+      const int64_t ih = std::min(S, m - i0);
+      for (int64_t j0 = 0; j0 < n; j0 += S) {
+        const int64_t jw = std::min(S, n - j0);
+        for (int64_t j = j0; j < j0 + jw; ++j) {
+          for (int64_t i = i0; i < i0 + ih; ++i) dst[j * m + i] = src[i * n + j];
+        }
+      }
+    }
+  }
+
+  // The (Mp, Np) grid of m x n blocks -> the (Np, Mp) grid of n x m blocks, each block transposed: cycles of the
+  // grid transposition (leaders found on the calling thread) run in parallel, each block moved through the thread's
+  // block buffer once per cycle and written transposed.
+  void block_transpose(T* A, int64_t Mp, int64_t Np, int64_t m, int64_t n) const {
+    const int64_t L = Mp * Np, B = m * n, words = (L + 63) / 64;
+    const TiledScratch own = tiled_scratch();
+    std::memset(own.visited, 0, words * 8);
+    std::memset(own.leaders, 0, words * 8);
+    auto src = [&](int64_t q) { return (q % Mp) * Np + q / Mp; };
+    int64_t cycles = 0;
+    for (int64_t s = 0; s < L; ++s) {  // every cycle, fixed points included: their blocks change shape
+      if (bit_get(own.visited, s)) continue;
+      bit_set(own.leaders, s);
+      ++cycles;
+      for (int64_t p = s; !bit_get(own.visited, p); p = src(p)) bit_set(own.visited, p);
+    }
+    const uint64_t* leaders = own.leaders;
+    if (cycles == 0) return;
+    at::parallel_for(0, words, 1, [&](int64_t lo, int64_t hi) {
+      T* buf = tiled_scratch().block;
+      for (int64_t wd = lo; wd < hi; ++wd) {
+        for (uint64_t w = leaders[wd]; w; w &= w - 1) {
+          const int64_t s = wd * 64 + __builtin_ctzll(w);
+          std::memcpy(buf, A + s * B, B * sizeof(T));
+          int64_t p = s;
+          for (int64_t q = src(p); q != s; p = q, q = src(p)) transpose_block(A + q * B, A + p * B, m, n);
+          transpose_block(buf, A + p * B, m, n);
+        }
+      }
+    });
+  }
+
   // ---- squares: swap tile (bi, bj) with the transpose of tile (bj, bi) ----------------------------------------
   // Both tiles are read into local buffers (row-wise, cache-line friendly) and written back transposed.
   static void square(T* A, int64_t n) {
@@ -394,6 +506,7 @@ class CpuTranspose {
   uint8_t* scratch_;
   plan::CpuScratchLayout layout_;
   plan::CpuSkinnyLayout sk_;
+  plan::CpuTiledLayout tl_;
   uint64_t* visited_ = nullptr;
   uint64_t* leaders_ = nullptr;
 };
@@ -403,7 +516,8 @@ void run_plan(const plan::Plan& plan, uint8_t* data, uint8_t* scratch) {
   const CpuTranspose<T> engine(plan, scratch);
   T* base = reinterpret_cast<T*>(data);
   const int64_t batch = plan.problem.batch, mn = plan.problem.rows * plan.problem.cols;
-  if (batch > 1 && engine.batch_parallel_ok() && mn < (int64_t{1} << 16)) {
+  if (batch > 1 && engine.batch_parallel_ok() &&
+      (mn < (int64_t{1} << 16) || (engine.batch_parallel_any_size() && batch >= at::get_num_threads()))) {
     // Small matrices: one matrix per task (nested parallel_for calls run inline).
     at::parallel_for(0, batch, std::max<int64_t>(1, (int64_t{1} << 16) / mn), [&](int64_t lo, int64_t hi) {
       for (int64_t b = lo; b < hi; ++b) engine.run(base + b * mn);
