@@ -97,6 +97,22 @@ def test_cpu_tiled_auto(shape, esize, threads):
         torch.set_num_threads(before)
 
 
+@pytest.mark.parametrize("algorithm", ["tiled32", "c2r", "r2c"])
+@pytest.mark.parametrize("threads", [2, 4])
+def test_cpu_batches_a_matrix_per_task(algorithm, threads):
+    """Batches of at least as many matrices as threads run a matrix per task, each in its own worker's scratch
+    region (ATen reports thread 0 inside nested loops, so the engine must not look its region up there)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        g = torch.Generator().manual_seed(threads)
+        for shape in [(24, 256, 192), (40, 100, 300), (8, 512, 384)]:
+            for _ in range(3):
+                check_inplace(rand(shape, torch.float32, "cpu", g), algorithm=algorithm)
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("device", devices())
 def test_random_shapes(device):
     """>= 200 random shapes up to 3000 x 3000 (both-prime, skinny, squares included), every element size."""

@@ -35,6 +35,24 @@ template <> struct ElemOf<4> { using type = uint32_t; };
 template <> struct ElemOf<8> { using type = uint64_t; };
 template <> struct ElemOf<16> { using type = Bytes16; };
 
+// The scratch region of the running thread. Inside a parallel region ATen runs a nested at::parallel_for inline and
+// reports thread number 0 within it (ThreadIdGuard(0)), so a batch task that runs a whole matrix, nested loops
+// included, records its own worker's number here first (BatchSlot) and every scratch lookup honours it.
+thread_local int tls_batch_slot = -1;
+inline int64_t scratch_slot() { return tls_batch_slot >= 0 ? tls_batch_slot : at::get_thread_num(); }
+
+// Marks the current thread as running one batch task in scratch region `slot` until the guard ends.
+class BatchSlot {
+ public:
+  explicit BatchSlot(int slot) : old_(tls_batch_slot) { tls_batch_slot = slot; }
+  ~BatchSlot() { tls_batch_slot = old_; }
+  BatchSlot(const BatchSlot&) = delete;
+  BatchSlot& operator=(const BatchSlot&) = delete;
+
+ private:
+  int old_;
+};
+
 inline bool bit_get(const uint64_t* w, int64_t i) { return (w[i >> 6] >> (i & 63)) & 1u; }
 inline void bit_set(uint64_t* w, int64_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
 
@@ -97,7 +115,7 @@ class CpuTranspose {
 
   T* thread_buf() const {
     const int64_t stride = (layout_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
-    return reinterpret_cast<T*>(scratch_ + layout_.threads_off + at::get_thread_num() * stride);
+    return reinterpret_cast<T*>(scratch_ + layout_.threads_off + scratch_slot() * stride);
   }
   // Row shuffle: out(i, j) = in(i, src(i, j)) for every row, through the thread's buffer. The source indices
   // of eq. 31 (C2R) and eq. 24 (R2C) are generated incrementally along the row (no division per element);
@@ -365,7 +383,7 @@ class CpuTranspose {
 
   T* skinny_thread_buf() const {
     const int64_t stride = (sk_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
-    return reinterpret_cast<T*>(scratch_ + sk_.threads_off + at::get_thread_num() * stride);
+    return reinterpret_cast<T*>(scratch_ + sk_.threads_off + scratch_slot() * stride);
   }
 
   // ---- tiled: Karlsson's three stages (plan::CpuTiledLayout) ---------------------------------------------------
@@ -376,7 +394,7 @@ class CpuTranspose {
     T* block;           // one m x n block
   };
   TiledScratch tiled_scratch() const {
-    uint8_t* base = scratch_ + at::get_thread_num() * tl_.thread_bytes;
+    uint8_t* base = scratch_ + scratch_slot() * tl_.thread_bytes;
     return {reinterpret_cast<uint64_t*>(base + tl_.visited_off), reinterpret_cast<uint64_t*>(base + tl_.leaders_off),
             reinterpret_cast<uint64_t*>(base + tl_.band_off), reinterpret_cast<T*>(base + tl_.block_off)};
   }
@@ -520,6 +538,7 @@ void run_plan(const plan::Plan& plan, uint8_t* data, uint8_t* scratch) {
       (mn < (int64_t{1} << 16) || (engine.batch_parallel_any_size() && batch >= at::get_num_threads()))) {
     // Small matrices: one matrix per task (nested parallel_for calls run inline).
     at::parallel_for(0, batch, std::max<int64_t>(1, (int64_t{1} << 16) / mn), [&](int64_t lo, int64_t hi) {
+      const BatchSlot slot(at::get_thread_num());  // nested loops below report thread 0: keep this worker's region
       for (int64_t b = lo; b < hi; ++b) engine.run(base + b * mn);
     });
   } else {
