@@ -160,7 +160,7 @@ if parts in ("transpose", "tiled"):
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
 import torch_inplace.linalg as TL
 # (float32 n = 4, 8, 12, 14, float64 n = 2, 6, 14 and complex64 n = 6: the unit tile.)
-lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 24, 32)] + \
+lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 20, 24, 32)] + \
            [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
 for dtype, n in lu_cases:

@@ -31,6 +31,20 @@
 
 #include "kernels/common.cuh"
 
+// How the inverse kernel hands each step's pivot row to the other rows of its matrix: through shared memory (the
+// pivot lane writes it, every lane reads it), or by warp shuffles from the pivot lane (one per entry, the lane found
+// by a ballot). -1 (default): shuffles for float with 4 rows per lane and n >= 20, where they measured faster;
+// 0: never; 1: for float wherever several lanes share a matrix (measurements). H200, small_lu_harness.cu through
+// tools/lu_ab.sh, the same bits (history_lu_shfl_bcast_ab.log): float inverse with 4 rows per lane 1.05-1.10x at
+// n = 20, 21, 23, 24 (1.00x at 22, 0.95-1.03x at 17-19), the one-row kernel at n = 25-32 0.92-1.07x, n <= 16
+// 0.82-1.06x (mostly slower). In the library's tuned launches (bench_linalg.py, GPU time, against the previous
+// run): n = 24 1.07x, n = 20-23 1.00-1.01x (n = 20, 21 launch 8 warps, which the harness's 48 KiB cap left out).
+// A shuffle costs the shared-memory pipe about what the broadcast it replaces does; with 4 rows per lane it also
+// drops the pivot lane's row writes and the per-step warp sync.
+#ifndef TI_LU_SHFL_BCAST
+#define TI_LU_SHFL_BCAST -1
+#endif
+
 namespace torch_inplace {
 namespace kernels {
 namespace lu {
@@ -567,6 +581,20 @@ TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
   return v;
 }
 
+// The lane of group g (G lanes, aligned in the warp) whose `pred` holds, for a group where exactly one lane's does.
+template <int G>
+TI_DEVICE int group_lane_of(bool pred, int g) {
+#if TI_HIP
+  const unsigned long long b = __ballot(pred);
+  const unsigned long long bits = (b >> (g * G)) & (G >= 64 ? ~0ull : ((1ull << (G % 64)) - 1ull));
+  return g * G + __ffsll(static_cast<long long>(bits)) - 1;
+#else
+  const unsigned b = __ballot_sync(~0u, pred);
+  const unsigned bits = (b >> (g * G)) & (G >= 32 ? ~0u : ((1u << (G % 32)) - 1u));
+  return g * G + __ffs(static_cast<int>(bits)) - 1;
+#endif
+}
+
 // Rows i, i + G, ... of matrix g of the tile into registers; padding rows (>= n) are zero, count as already
 // pivoted (never chosen) and hold no position.
 // (Unit tile: a padding row reads row n - 1, one unit at a time, and then takes zeros.)
@@ -845,6 +873,9 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
                                                             bool prefetch) {
   using Geo = Geometry<T, N, R>;
   constexpr int G = Geo::G, TS = Geo::TS;
+  // The pivot row by shuffles from the pivot lane rather than through shared memory (TI_LU_SHFL_BCAST).
+  constexpr bool kShfl = std::is_same<T, float>::value && G > 1 &&
+                         (TI_LU_SHFL_BCAST == 1 || (TI_LU_SHFL_BCAST == -1 && R == 4 && N >= 20));
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -885,13 +916,36 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
           }
         }
         if constexpr (G > 1) {
-          write_pivot_row<T, N, R>(row, a, is_piv, rc, k, 0);
+          if constexpr (!kShfl) write_pivot_row<T, N, R>(row, a, is_piv, rc, k, 0);
           perm[k] = slot * G + i;
         } else {
           own_perm[k] = slot;
         }
       }
       swap_positions<R>(is_piv, pos, k, pr);
+      if constexpr (kShfl) {
+        // The same values as the shared-memory broadcast below, so the same bits.
+        const int src = group_lane_of<G>(any_piv, g);
+        rc = shfl(rc, src);
+        T f[R];
+#pragma unroll
+        for (int s = 0; s < R; ++s) {
+          if (!is_piv[s]) {
+            f[s] = mul(a[s][k], rc);
+            a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          if (j == k) continue;
+          const T p = shfl(pick_slot<T, N, R>(a, is_piv, j), src);
+#pragma unroll
+          for (int s = 0; s < R; ++s) {
+            if (!is_piv[s]) a[s][j] = fnms(a[s][j], f[s], p);
+          }
+        }
+        continue;
+      }
       constexpr int kV = Geo::kV;
       if constexpr (G > 1) warp_sync();
       // The reciprocal, from its chunk, which the update reads anyway.
@@ -927,6 +981,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
         }
       }
     }
+    if constexpr (kShfl) warp_sync();  // perm was written lane by lane at each step
     // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
 #pragma unroll
     for (int s = 0; s < R; ++s) {
