@@ -11,15 +11,18 @@ def test_plan_picks_by_shape():
     assert torch_inplace.plan((1, 5)).algorithm == "noop"
     assert torch_inplace.plan((64, 64)).algorithm == "square"
     assert torch_inplace.plan((100000, 3)).algorithm == "skinny"
-    # sides with a divisor of a good block size: Karlsson's three stages; factor-poor ones: Catanzaro
+    # sides with a divisor of a good block size: Karlsson's three stages; factor-poor ones: a few rows or columns
+    # cut first; Catanzaro where forced (or where the cut would not fit the workspace)
     assert torch_inplace.plan((3000, 2000)).algorithm == "tiled32"
     assert torch_inplace.plan((2000, 3000)).algorithm == "tiled32"
-    assert torch_inplace.plan((3001, 2003)).algorithm == "c2r"
-    assert torch_inplace.plan((2003, 3001)).algorithm == "r2c"
-    assert torch_inplace.plan((3000, 2003)).algorithm == "c2r"  # one side factor-poor is enough
-    p = torch_inplace.plan((2, 3001, 2003), torch.float64)
+    assert torch_inplace.plan((3001, 2003)).algorithm == "cut"
+    assert torch_inplace.plan((3000, 2003)).algorithm == "cut"  # one side factor-poor is enough
+    assert torch_inplace.plan((3001, 2003), algorithm="c2r").algorithm == "c2r"
+    p = torch_inplace.plan((2, 3001, 2003), torch.float64, algorithm="c2r")
     assert isinstance(p, torch_inplace.Plan) and p.scratch_bytes > 0
     assert "c2r" in p.explanation and "2 x (3001 x 2003)" in p.explanation and "8-byte" in p.explanation
+    p = torch_inplace.plan((2, 3001, 2003), torch.float64)
+    assert "cut of 1 rows and 1 columns" in p.explanation, p
     p = torch_inplace.plan((2, 3000, 2000), torch.float64)
     assert p.scratch_bytes > 0 and "Karlsson" in p.explanation and "2 x (3000 x 2000)" in p.explanation
 

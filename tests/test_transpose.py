@@ -79,6 +79,36 @@ def test_cpu_tiled_forced_small():
     assert ran > 1000
 
 
+def test_cpu_cut_forced_small():
+    """The CPU cut path (a few rows and / or columns set aside around the tiled path) forced on the small shapes
+    it takes, every element size: rows only, columns only, both."""
+    g = torch.Generator().manual_seed(13)
+    sizes = sorted(DTYPE_BY_SIZE)
+    ran = {"rows": 0, "cols": 0, "both": 0}
+    for m in range(2, 140):
+        for n in range(2, 140, 3):
+            es = sizes[(m * 7 + n) % len(sizes)]
+            try:
+                p = torch_inplace.plan((m, n), DTYPE_BY_SIZE[es], "cpu", algorithm="cut")
+            except RuntimeError as e:
+                assert "cannot" in str(e)
+                continue
+            kind = "both" if "both sides" in p.explanation else ("rows" if "of rows" in p.explanation else "cols")
+            ran[kind] += 1
+            check_inplace(rand((m, n), DTYPE_BY_SIZE[es], "cpu", g), algorithm="cut")
+    assert min(ran.values()) > 20, ran
+
+
+@pytest.mark.parametrize("shape", [(3001, 2003), (2003, 3001), (1031, 300), (300, 1031), (3, 257, 509),
+                                   (4001, 96), (96, 4001)])
+@pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
+def test_cpu_cut_auto(shape, esize):
+    dtype = DTYPE_BY_SIZE[esize]
+    p = torch_inplace.plan(shape, dtype, "cpu")
+    assert p.algorithm in ("cut", "tiled32"), p  # (a prime side short enough to be a block side needs no cut)
+    check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
+
+
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
 @pytest.mark.parametrize("shape", [(1024, 768), (768, 1024), (1000, 3000), (3072, 1024), (200, 3000), (65, 4096),
                                    (4, 256, 192), (3, 96, 1000)])

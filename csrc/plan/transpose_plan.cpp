@@ -96,6 +96,39 @@ int64_t cpu_tiled_side(int64_t x, int64_t esize) {
   return best;
 }
 
+bool cpu_tiled_blocks(int64_t rows, int64_t cols, int64_t esize, int64_t* mp, int64_t* np) {
+  int64_t m = cpu_tiled_side(rows, esize), n = cpu_tiled_side(cols, esize);
+  if (m == 0 || n == 0) return false;
+  // The longer side shrinks to its next divisor in range while the block is too large.
+  auto shrink = [&](int64_t x, int64_t side) {
+    for (int64_t d = side - 1; d * esize >= kCpuTiledMinBytes; --d) {
+      if (x % d == 0) return d;
+    }
+    return int64_t{0};
+  };
+  while (m * n * esize > kCpuTiledMaxBlockBytes) {
+    if (m >= n) {
+      m = shrink(rows, m);
+    } else {
+      n = shrink(cols, n);
+    }
+    if (m == 0 || n == 0) return false;
+  }
+  *mp = m;
+  *np = n;
+  return true;
+}
+
+CpuCutLayout cpu_cut_layout(int64_t rows, int64_t cols, int64_t r, int64_t c, int64_t m, int64_t n, int64_t esize,
+                            int64_t threads) {
+  CpuCutLayout l;
+  l.tiled = cpu_tiled_layout(rows - r, cols - c, m, n, esize, threads);
+  l.cols_off = align64(l.tiled.total);
+  l.rows_off = l.cols_off + align64(rows * c * esize);
+  l.total = l.rows_off + align64(r * (cols - c) * esize);
+  return l;
+}
+
 CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t esize, int64_t threads) {
   CpuTiledLayout l;
   l.m = m, l.n = n, l.Mp = rows / m, l.Np = cols / n;
@@ -147,24 +180,8 @@ Plan cpu_skinny(const Problem& p, const DeviceCaps& caps) {
 
 // The three-stage tiled path where both sides have a block side in range (cpu_tiled_side): false elsewhere.
 bool cpu_tiled(const Problem& p, const DeviceCaps& caps, Plan* out) {
-  int64_t m = cpu_tiled_side(p.rows, p.esize), n = cpu_tiled_side(p.cols, p.esize);
-  if (m == 0 || n == 0) return false;
-  // Blocks of at most kCpuTiledMaxBlockBytes (one per thread in the scratch): the longer side shrinks to its next
-  // divisor in range.
-  auto shrink = [&](int64_t x, int64_t side) {
-    for (int64_t d = side - 1; d * p.esize >= kCpuTiledMinBytes; --d) {
-      if (x % d == 0) return d;
-    }
-    return int64_t{0};
-  };
-  while (m * n * p.esize > kCpuTiledMaxBlockBytes) {
-    if (m >= n) {
-      m = shrink(p.rows, m);
-    } else {
-      n = shrink(p.cols, n);
-    }
-    if (m == 0 || n == 0) return false;
-  }
+  int64_t m = 0, n = 0;
+  if (!cpu_tiled_blocks(p.rows, p.cols, p.esize, &m, &n)) return false;
   const int64_t Mp = p.rows / m, Np = p.cols / n, es = p.esize;
   Plan plan = base_plan(
       p, Algo::Tiled32,
@@ -185,6 +202,48 @@ bool cpu_tiled(const Problem& p, const DeviceCaps& caps, Plan* out) {
   return true;
 }
 
+// The cut path where the tiled path finds no blocks but a few rows / columns less does (the fewest elements saved),
+// and the saved rows and columns fit 1 MiB plus 0.1% of the tensor: false elsewhere.
+bool cpu_cut(const Problem& p, const DeviceCaps& caps, Plan* out) {
+  // The first few cuts of each side that leave a block side, then the pair whose blocks fit (cpu_tiled_blocks) and
+  // that saves the fewest elements.
+  auto first_cuts = [&](int64_t x) {
+    std::vector<int64_t> out;
+    for (int64_t r = 0; r <= kCpuMaxCut && x - r >= 2 && out.size() < 4; ++r) {
+      if (cpu_tiled_side(x - r, p.esize) != 0) out.push_back(r);
+    }
+    return out;
+  };
+  const int64_t es = p.esize;
+  int64_t r = -1, c = -1, m = 0, n = 0;
+  if (cpu_tiled_blocks(p.rows, p.cols, es, &m, &n)) return false;  // nothing to cut
+  for (int64_t rr : first_cuts(p.rows)) {
+    for (int64_t cc : first_cuts(p.cols)) {
+      int64_t mm = 0, nn = 0;
+      if (rr + cc == 0 || !cpu_tiled_blocks(p.rows - rr, p.cols - cc, es, &mm, &nn)) continue;
+      if (r < 0 || p.rows * cc + rr * (p.cols - cc) < p.rows * c + r * (p.cols - c)) r = rr, c = cc, m = mm, n = nn;
+    }
+  }
+  if (r < 0) return false;
+  const int64_t R = p.rows - r, C = p.cols - c;
+  if ((p.rows * c + r * C) * es > (int64_t{1} << 20) + p.rows * p.cols * es / 1000) return false;
+  Plan plan = base_plan(
+      p, Algo::Cut,
+      "no block-sized divisors of " + std::string(r > 0 && c > 0 ? "both sides" : (r > 0 ? "rows" : "cols")) +
+          ": Karlsson's cut of " + std::to_string(r) + " rows and " + std::to_string(c) +
+          " columns (saved, then spread back), the " + std::to_string(R) + " x " + std::to_string(C) +
+          " rest by the three stages in blocks of " + std::to_string(m) + " x " + std::to_string(n) + "; " +
+          std::to_string(3 + (r > 0) + (c > 0)) + " passes");
+  plan.threads = std::max(1, caps.num_threads);
+  plan.tile_m = m;
+  plan.tile_n = n;
+  plan.cut_rows = r;
+  plan.cut_cols = c;
+  plan.scratch_bytes = cpu_cut_layout(p.rows, p.cols, r, c, m, n, es, plan.threads).total;
+  *out = std::move(plan);
+  return true;
+}
+
 }  // namespace
 
 std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
@@ -199,6 +258,8 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   }
   Plan tiled;
   if (want(Algo::Tiled32) && p.rows != p.cols && lo >= 2 && cpu_tiled(p, caps, &tiled)) out.push_back(tiled);
+  Plan cut;
+  if (want(Algo::Cut) && p.rows != p.cols && lo >= 2 && cpu_cut(p, caps, &cut)) out.push_back(cut);
   const bool tall = p.rows > p.cols;
   Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
   if (want(first)) {

@@ -224,7 +224,25 @@ struct CpuTiledLayout {
 constexpr int64_t kCpuTiledMinBytes = 64, kCpuTiledBytes = 512, kCpuTiledMaxBytes = 1024;
 constexpr int64_t kCpuTiledMaxBlockBytes = 64 * 1024;
 int64_t cpu_tiled_side(int64_t x, int64_t esize);
+// Block sides (m | rows, n | cols) for the tiled path: cpu_tiled_side of each, the longer one shrunk while the block
+// holds more than kCpuTiledMaxBlockBytes; false where a side has none.
+bool cpu_tiled_blocks(int64_t rows, int64_t cols, int64_t esize, int64_t* m, int64_t* n);
 CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t esize, int64_t threads);
+
+// CPU cut path (plan Cut): Karlsson's cuts (paper 004 sec. 3.1.3) around the three stages, for sides without a
+// block-sized divisor. The last c columns (plan.cut_cols) are saved and every row compacted to cols - c elements;
+// the last r rows (plan.cut_rows) of that are saved; the (rows - r) x (cols - c) matrix goes through the tiled path;
+// its transpose's rows are spread to length rows and the saved rows fill their tails; the saved columns become the
+// last c rows. Two more passes than the tiled path (one where only one side is cut), single-threaded memmoves.
+// Scratch: the tiled layout of the inner matrix, then rows x c and r x (cols - c) elements (offsets cols_off,
+// rows_off); the planner keeps the saved part within 1 MiB plus 0.1% of the tensor.
+constexpr int64_t kCpuMaxCut = 64;
+struct CpuCutLayout {
+  CpuTiledLayout tiled;
+  int64_t cols_off = 0, rows_off = 0, total = 0;
+};
+CpuCutLayout cpu_cut_layout(int64_t rows, int64_t cols, int64_t r, int64_t c, int64_t m, int64_t n, int64_t esize,
+                            int64_t threads);
 
 }  // namespace plan
 }  // namespace torch_inplace

@@ -114,11 +114,21 @@ TEST(CpuPlan, SkinnyForAShortSide) {
   }
 }
 
+// The first Catanzaro plan among the CPU candidates (behind the tiled and cut paths where those apply).
+Plan first_catanzaro(const Problem& p) {
+  for (const Plan& c : cpu_candidates(p, cpu(), Algo::Auto)) {
+    if (c.algo == Algo::C2R || c.algo == Algo::R2C) return c;
+  }
+  ADD_FAILURE() << "no Catanzaro candidate";
+  return Plan{};
+}
+
 TEST(CpuPlan, CatanzaroByOrientation) {
   // Factor-poor sides (701 and 307 are prime; with 2-byte or larger elements 701 is also longer than a block
-  // side): Catanzaro, the direction by orientation.
+  // side): the cut path first, then Catanzaro, the direction by orientation.
   for (int64_t esize : {2, 4, 8, 16}) {
-    const Plan tall = make_plan(prob(2, 701, 307, esize), cpu());
+    EXPECT_EQ(make_plan(prob(2, 701, 307, esize), cpu()).algo, Algo::Cut);
+    const Plan tall = first_catanzaro(prob(2, 701, 307, esize));
     EXPECT_EQ(tall.algo, Algo::C2R);
     EXPECT_EQ(tall.c2r.m, 701);
     EXPECT_EQ(tall.c2r.n, 307);
@@ -126,7 +136,7 @@ TEST(CpuPlan, CatanzaroByOrientation) {
     EXPECT_EQ(tall.scratch_bytes, expected_cpu_scratch(tall));
     EXPECT_GT(tall.scratch_bytes, 0);
 
-    const Plan wide = make_plan(prob(2, 307, 701, esize), cpu());
+    const Plan wide = first_catanzaro(prob(2, 307, 701, esize));
     EXPECT_EQ(wide.algo, Algo::R2C);
     EXPECT_EQ(wide.c2r.m, 701);  // R2C works on the cols x rows view
     EXPECT_EQ(wide.c2r.n, 307);
@@ -184,13 +194,44 @@ TEST(CpuPlan, TiledWhereBothSidesHaveABlockSide) {
   EXPECT_EQ(make_plan(prob(1, 1024, 768), cpu()).tile_m, 128);
   EXPECT_EQ(make_plan(prob(1, 1024, 768, 1), cpu()).tile_m * make_plan(prob(1, 1024, 768, 1), cpu()).tile_n,
             256 * 256);
-  // One factor-poor side keeps Catanzaro; forcing the tiled path there is refused.
-  EXPECT_EQ(make_plan(prob(1, 700, 307), cpu()).algo, Algo::C2R);
+  // A factor-poor side takes the cut path; forcing the tiled path there is refused.
+  EXPECT_EQ(make_plan(prob(1, 700, 307), cpu()).algo, Algo::Cut);
   EXPECT_THROW(make_plan(prob(1, 700, 307), cpu(), Algo::Tiled32), PlanError);
   EXPECT_THROW(make_plan(prob(1, 700, 300), cpu(), Algo::Tiled31), PlanError);  // the CPU runs 3.2 only
   // Squares and skinny shapes keep their own paths.
   EXPECT_EQ(make_plan(prob(1, 1024, 1024), cpu()).algo, Algo::Square);
   EXPECT_EQ(make_plan(prob(1, 1024, 32), cpu()).algo, Algo::Skinny);
+}
+
+TEST(CpuPlan, CutWhereASideLacksABlockDivisor) {
+  // 701 = 700 + 1 and 307 = 306 + 1 (fp32: 700 and 306 have block sides); the fewest rows / columns are cut.
+  const Plan both = make_plan(prob(1, 701, 307), cpu(4));
+  ASSERT_EQ(both.algo, Algo::Cut);
+  EXPECT_EQ(both.cut_rows, 1);
+  EXPECT_EQ(both.cut_cols, 1);
+  int64_t m = 0, n = 0;
+  ASSERT_TRUE(cpu_tiled_blocks(700, 306, 4, &m, &n));
+  EXPECT_EQ(both.tile_m, m);
+  EXPECT_EQ(both.tile_n, n);
+  EXPECT_EQ(both.scratch_bytes, cpu_cut_layout(701, 307, 1, 1, m, n, 4, 4).total);
+  EXPECT_TRUE(contains(both.reason, "cut of 1 rows and 1 columns")) << both.reason;
+  const CpuCutLayout l = cpu_cut_layout(701, 307, 1, 1, m, n, 4, 4);
+  EXPECT_EQ(l.cols_off % 64, 0);
+  EXPECT_EQ(l.rows_off % 64, 0);
+  EXPECT_GE(l.cols_off, l.tiled.total);
+  EXPECT_GE(l.rows_off - l.cols_off, 701 * 1 * 4);
+  EXPECT_GE(l.total - l.rows_off, 1 * 306 * 4);
+  // One side cut only.
+  const Plan rows_only = make_plan(prob(1, 701, 300), cpu());
+  EXPECT_EQ(rows_only.algo, Algo::Cut);
+  EXPECT_EQ(rows_only.cut_rows, 1);
+  EXPECT_EQ(rows_only.cut_cols, 0);
+  // Divisible shapes take the tiled path and refuse a forced cut (nothing to cut).
+  EXPECT_EQ(make_plan(prob(1, 700, 300), cpu()).algo, Algo::Tiled32);
+  EXPECT_THROW(make_plan(prob(1, 700, 300), cpu(), Algo::Cut), PlanError);
+  // The saved rows and columns stay within 1 MiB plus 0.1% of the tensor, or the plan falls back to Catanzaro:
+  // 2-byte elements, 5003 x 100003 (both prime, cut 3 and 3): 5003*3 + 3*100000 elements, 0.6 MB: a cut.
+  EXPECT_EQ(make_plan(prob(1, 5003, 100003, 2), cpu()).algo, Algo::Cut);
 }
 
 TEST(CpuPlan, ScratchScalesWithThreadsAndMatchesLayout) {

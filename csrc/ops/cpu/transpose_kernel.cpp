@@ -67,6 +67,13 @@ class CpuTranspose {
       tl_ = plan::cpu_tiled_layout(pr.rows, pr.cols, plan.tile_m, plan.tile_n, sizeof(T), plan.threads);
       return;
     }
+    if (plan.algo == plan::Algo::Cut) {
+      const plan::Problem& pr = plan.problem;
+      cut_ = plan::cpu_cut_layout(pr.rows, pr.cols, plan.cut_rows, plan.cut_cols, plan.tile_m, plan.tile_n, sizeof(T),
+                                  plan.threads);
+      tl_ = cut_.tiled;
+      return;
+    }
     if (plan.algo == plan::Algo::Skinny) {
       const plan::Problem& pr = plan.problem;
       sk_ = plan::cpu_skinny_layout(std::max(pr.rows, pr.cols), std::min(pr.rows, pr.cols), sizeof(T), plan.threads,
@@ -81,7 +88,7 @@ class CpuTranspose {
 
   // Whether matrices of a batch may run concurrently (each then runs its steps on one thread): not for the
   // skinny path, whose visited bitmap and remainder block are shared.
-  bool batch_parallel_ok() const { return plan_.algo != plan::Algo::Skinny; }
+  bool batch_parallel_ok() const { return plan_.algo != plan::Algo::Skinny && plan_.algo != plan::Algo::Cut; }
   // Whether a batch of at least as many matrices as threads runs a matrix per task whatever their size: the tiled
   // path's scratch is all per thread, and a matrix per thread keeps its three passes in that core's caches.
   bool batch_parallel_any_size() const { return plan_.algo == plan::Algo::Tiled32; }
@@ -93,6 +100,7 @@ class CpuTranspose {
       case plan::Algo::R2C: return r2c(A);
       case plan::Algo::Skinny: return skinny(A, plan_.problem.rows > plan_.problem.cols);
       case plan::Algo::Tiled32: return tiled(A);
+      case plan::Algo::Cut: return cut(A);
       default: TORCH_CHECK(false, "transpose_: CPU engine got unsupported plan ", plan::algo_name(plan_.algo));
     }
   }
@@ -419,6 +427,41 @@ class CpuTranspose {
     }
   }
 
+  // ---- cut: the last c columns and r rows set aside around the tiled path (plan::CpuCutLayout) ----------------
+  void cut(T* A) const {
+    const int64_t rows = plan_.problem.rows, cols = plan_.problem.cols, r = plan_.cut_rows, c = plan_.cut_cols;
+    const int64_t R = rows - r, C = cols - c;
+    T* saved_cols = reinterpret_cast<T*>(scratch_ + cut_.cols_off);  // rows x c
+    T* saved_rows = reinterpret_cast<T*>(scratch_ + cut_.rows_off);  // r x C
+    if (c > 0) {
+      at::parallel_for(0, rows, 1024, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) std::memcpy(saved_cols + i * c, A + i * cols + C, c * sizeof(T));
+      });
+      // Row i moves down to i * C: ascending, each destination ends before the next unmoved row starts.
+      for (int64_t i = 1; i < rows; ++i) std::memmove(A + i * C, A + i * cols, C * sizeof(T));
+    }
+    if (r > 0) std::memcpy(saved_rows, A + R * C, r * C * sizeof(T));
+    tiled(A);  // R x C -> C x R
+    if (r > 0) {
+      // Row j of the C x R result moves up to j * rows: descending, each destination starts past the unmoved rows.
+      for (int64_t j = C - 1; j >= 1; --j) std::memmove(A + j * rows, A + j * R, R * sizeof(T));
+      at::parallel_for(0, C, 1024, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j) {
+          for (int64_t t = 0; t < r; ++t) A[j * rows + R + t] = saved_rows[t * C + j];
+        }
+      });
+    }
+    if (c > 0) {
+      // The saved columns become the last c rows.
+      at::parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) {
+          T* out = A + (C + t) * rows;
+          for (int64_t i = 0; i < rows; ++i) out[i] = saved_cols[i * c + t];
+        }
+      });
+    }
+  }
+
   // (X, Y, Z) -> (Y, X, Z) in place at P, on one thread: gather-form cycle following (position q receives the
   // super-element at (q mod X) * Y + q / X), one carry of Z elements, `bits` marking the positions done.
   static void band_transpose(T* P, int64_t X, int64_t Y, int64_t Z, uint64_t* bits, T* carry) {
@@ -525,6 +568,7 @@ class CpuTranspose {
   plan::CpuScratchLayout layout_;
   plan::CpuSkinnyLayout sk_;
   plan::CpuTiledLayout tl_;
+  plan::CpuCutLayout cut_;
   uint64_t* visited_ = nullptr;
   uint64_t* leaders_ = nullptr;
 };
