@@ -12,8 +12,9 @@ import torch
 
 import torch_inplace
 
-# Squares, factor-poor general shapes (Catanzaro), AoS <-> SoA, and shapes whose sides have divisors of a good
-# block size (Karlsson's three stages: powers of two, multiples of 100, a batch).
+# Squares, factor-poor general shapes (a few rows / columns cut, the rest by the three stages), AoS <-> SoA, and
+# shapes whose sides have divisors of a good block size (Karlsson's three stages: powers of two, multiples of 100,
+# batches). Rows of the tiled and cut plans also time the Catanzaro plan they replaced.
 SHAPES = [(4096, 4096), (4001, 6007), (6007, 4001), (3001, 2999), (1000003, 4), (4, 1000003), (200000, 31),
           (16, 1024, 768), (1024, 768), (2048, 1536), (8192, 2048), (4000, 6000), (1000, 3000), (64, 256, 192)]
 REPS = 5
@@ -48,7 +49,7 @@ def bench(shape, dtype):
     row = {"shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "ms": ti * 1e3,
            "GB/s": 2 * nbytes / ti / 1e9, "baseline": "y.copy_(x.mT)", "baseline_ms": to * 1e3,
            "ratio": to / ti, "plan": plan.algorithm, "scratch_bytes": plan.scratch_bytes, "ok": ok}
-    if plan.algorithm == "tiled32":
+    if plan.algorithm in ("tiled32", "cut"):
         # The plan it replaced, in the same run: Catanzaro in the direction the planner would take.
         alt = "c2r" if shape[-2] > shape[-1] else "r2c"
         t_alt = []
