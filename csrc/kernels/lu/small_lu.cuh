@@ -581,6 +581,20 @@ TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
   return v;
 }
 
+// Gauss-Jordan step k: every other row, pivoted or not, eliminates column k with the multiplier f = a[s][k] * rc.
+// Entry k of the pivot row is 1; where the shared-memory broadcast row holds the reciprocal there instead, entry k
+// becomes 0 - f * 1 without reading it.
+template <typename T, int N, int R>
+TI_DEVICE void gj_multipliers(T (&a)[R][N], const bool (&is_piv)[R], int k, T rc, T (&f)[R]) {
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    if (!is_piv[s]) {
+      f[s] = mul(a[s][k], rc);
+      a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+    }
+  }
+}
+
 // The lane of group g (G lanes, aligned in the warp) whose `pred` holds, for a group where exactly one lane's does.
 template <int G>
 TI_DEVICE int group_lane_of(bool pred, int g) {
@@ -928,13 +942,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
         const int src = group_lane_of<G>(any_piv, g);
         rc = shfl(rc, src);
         T f[R];
-#pragma unroll
-        for (int s = 0; s < R; ++s) {
-          if (!is_piv[s]) {
-            f[s] = mul(a[s][k], rc);
-            a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
-          }
-        }
+        gj_multipliers<T, N, R>(a, is_piv, k, rc, f);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
           if (j == k) continue;
@@ -952,16 +960,8 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
       const RcSlot<T, N, R> rs(k);
       const Chunk<T> ck = pivot_chunk<T, N, R>(row, rs.c, a, is_piv, rc, k);
       rc = ck.v[rs.v];
-      // Gauss-Jordan: every other row, pivoted or not, eliminates column k. Entry k of the broadcast row is 1; where
-      // it may hold the reciprocal instead, entry k becomes 0 - f * 1 without reading it.
       T f[R];
-#pragma unroll
-      for (int s = 0; s < R; ++s) {
-        if (!is_piv[s]) {
-          f[s] = mul(a[s][k], rc);
-          a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
-        }
-      }
+      gj_multipliers<T, N, R>(a, is_piv, k, rc, f);
       // With one matrix per warp the update starts at the reciprocal's chunk, so that it is not held in registers
       // across the others (ptxas, float64 n = 18 / 20 / 24: 80 / 81 / 83 registers in order, 76 / 78 / 80 rotated).
       constexpr int kChunks = Geo::RowPad / kV;
