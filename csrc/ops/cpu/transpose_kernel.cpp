@@ -1,6 +1,7 @@
 // CPU engine of _transpose_data_: Catanzaro's decomposition (paper 003 sec. 5.1) parallelised with
-// at::parallel_for, Karlsson's three-stage tiled algorithm where both sides have divisors of a good block size, a
-// skinny variant for AoS <-> SoA shapes, and tile-pair swaps for squares.
+// at::parallel_for, Karlsson's three-stage tiled algorithm where both sides have divisors of a good block size (after
+// a cut of a few rows or columns where they have none), a skinny variant for AoS <-> SoA shapes, and tile-pair swaps
+// for squares.
 //
 // The decomposition works on an m x n row-major view (plan.c2r). Rows are shuffled through a per-thread buffer
 // of n elements. Column steps are rotations (column j moves up by s_j rows) and one row permutation q shared by
@@ -463,7 +464,8 @@ class CpuTranspose {
   }
 
   // (X, Y, Z) -> (Y, X, Z) in place at P, on one thread: gather-form cycle following (position q receives the
-  // super-element at (q mod X) * Y + q / X), one carry of Z elements, `bits` marking the positions done.
+  // super-element at (q mod X) * Y + q / X), one carry of Z elements, `bits` marking the positions done. (The skinny
+  // path's super_transpose is the same step spread over the threads by cycles; here the bands are.)
   static void band_transpose(T* P, int64_t X, int64_t Y, int64_t Z, uint64_t* bits, T* carry) {
     const int64_t L = X * Y;
     const size_t bytes = Z * sizeof(T);
