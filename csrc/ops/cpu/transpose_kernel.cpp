@@ -18,6 +18,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/checks.h"
 #include "core/workspace.h"
 
@@ -487,18 +491,75 @@ class CpuTranspose {
     }
   }
 
-  // dst (n x m) = the transpose of src (m x n), both row-major, in 8 x 8 sub-blocks.
+  // dst (n x m) = the transpose of src (m x n), both row-major: 8 x 8 (2-byte), 4 x 4 (4-byte) or 2 x 2 (8-byte)
+  // tiles through SSE2 registers (integer shuffles: the bits move unchanged), elsewhere and at the edges element by element in
+  // 8 x 8 sub-blocks.
   static void transpose_block(const T* src, T* dst, int64_t m, int64_t n) {
-    constexpr int64_t S = 8;
-    for (int64_t i0 = 0; i0 < m; i0 += S) {
-      const int64_t ih = std::min(S, m - i0);
-      for (int64_t j0 = 0; j0 < n; j0 += S) {
-        const int64_t jw = std::min(S, n - j0);
-        for (int64_t j = j0; j < j0 + jw; ++j) {
-          for (int64_t i = i0; i < i0 + ih; ++i) dst[j * m + i] = src[i * n + j];
+    int64_t mv = 0, nv = 0;  // the part done in vector tiles
+#if defined(__SSE2__)
+    if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+      constexpr int64_t V = 16 / sizeof(T);
+      mv = m / V * V;
+      nv = n / V * V;
+      for (int64_t i0 = 0; i0 < mv; i0 += V) {
+        for (int64_t j0 = 0; j0 < nv; j0 += V) {
+          const T* s0 = src + i0 * n + j0;
+          T* d0 = dst + j0 * m + i0;
+          auto ld = [&](int64_t r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + r * n)); };
+          auto st = [&](int64_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + r * m), v); };
+          if constexpr (sizeof(T) == 2) {
+            const __m128i t0 = _mm_unpacklo_epi16(ld(0), ld(1)), t1 = _mm_unpackhi_epi16(ld(0), ld(1));
+            const __m128i t2 = _mm_unpacklo_epi16(ld(2), ld(3)), t3 = _mm_unpackhi_epi16(ld(2), ld(3));
+            const __m128i t4 = _mm_unpacklo_epi16(ld(4), ld(5)), t5 = _mm_unpackhi_epi16(ld(4), ld(5));
+            const __m128i t6 = _mm_unpacklo_epi16(ld(6), ld(7)), t7 = _mm_unpackhi_epi16(ld(6), ld(7));
+            const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+            const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+            const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+            const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+            st(0, _mm_unpacklo_epi64(u0, u4));
+            st(1, _mm_unpackhi_epi64(u0, u4));
+            st(2, _mm_unpacklo_epi64(u1, u5));
+            st(3, _mm_unpackhi_epi64(u1, u5));
+            st(4, _mm_unpacklo_epi64(u2, u6));
+            st(5, _mm_unpackhi_epi64(u2, u6));
+            st(6, _mm_unpacklo_epi64(u3, u7));
+            st(7, _mm_unpackhi_epi64(u3, u7));
+          } else if constexpr (sizeof(T) == 4) {
+            const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
+            const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + n));
+            const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 2 * n));
+            const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 3 * n));
+            const __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
+            const __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0), _mm_unpacklo_epi64(t0, t1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + m), _mm_unpackhi_epi64(t0, t1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + 2 * m), _mm_unpacklo_epi64(t2, t3));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + 3 * m), _mm_unpackhi_epi64(t2, t3));
+          } else {
+            const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
+            const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + n));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0), _mm_unpacklo_epi64(r0, r1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + m), _mm_unpackhi_epi64(r0, r1));
+          }
         }
       }
     }
+#endif
+    // The rest: columns past nv of every row, then rows past mv of the first nv columns.
+    auto scalar = [&](int64_t ia, int64_t ib, int64_t ja, int64_t jb) {
+      constexpr int64_t S = 8;
+      for (int64_t i0 = ia; i0 < ib; i0 += S) {
+        const int64_t ie = std::min(ib, i0 + S);
+        for (int64_t j0 = ja; j0 < jb; j0 += S) {
+          const int64_t je = std::min(jb, j0 + S);
+          for (int64_t j = j0; j < je; ++j) {
+            for (int64_t i = i0; i < ie; ++i) dst[j * m + i] = src[i * n + j];
+          }
+        }
+      }
+    };
+    scalar(0, m, nv, n);
+    scalar(mv, m, 0, nv);
   }
 
   // The (Mp, Np) grid of m x n blocks -> the (Np, Mp) grid of n x m blocks, each block transposed: cycles of the
