@@ -491,13 +491,13 @@ class CpuTranspose {
     }
   }
 
-  // dst (n x m) = the transpose of src (m x n), both row-major: 8 x 8 (2-byte), 4 x 4 (4-byte) or 2 x 2 (8-byte)
-  // tiles through SSE2 registers (integer shuffles: the bits move unchanged), elsewhere and at the edges element by element in
+  // dst (n x m) = the transpose of src (m x n), both row-major: 16 x 16 (1-byte), 8 x 8 (2-byte), 4 x 4 (4-byte) or
+  // 2 x 2 (8-byte) tiles through SSE2 registers (integer shuffles: the bits move unchanged), elsewhere and at the edges element by element in
   // 8 x 8 sub-blocks.
   static void transpose_block(const T* src, T* dst, int64_t m, int64_t n) {
     int64_t mv = 0, nv = 0;  // the part done in vector tiles
 #if defined(__SSE2__)
-    if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+    if constexpr (sizeof(T) <= 8) {
       constexpr int64_t V = 16 / sizeof(T);
       mv = m / V * V;
       nv = n / V * V;
@@ -507,7 +507,31 @@ class CpuTranspose {
           T* d0 = dst + j0 * m + i0;
           auto ld = [&](int64_t r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + r * n)); };
           auto st = [&](int64_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + r * m), v); };
-          if constexpr (sizeof(T) == 2) {
+          if constexpr (sizeof(T) == 1) {
+            // Four rounds of interleaves (bytes, pairs, quads, halves) turn 16 rows into 16 columns.
+            __m128i t[16], u[16], v[16];
+            for (int k = 0; k < 8; ++k) {
+              const __m128i a = ld(2 * k), b = ld(2 * k + 1);
+              t[2 * k] = _mm_unpacklo_epi8(a, b);
+              t[2 * k + 1] = _mm_unpackhi_epi8(a, b);
+            }
+            for (int b = 0; b < 16; b += 4) {
+              u[b] = _mm_unpacklo_epi16(t[b], t[b + 2]);
+              u[b + 1] = _mm_unpackhi_epi16(t[b], t[b + 2]);
+              u[b + 2] = _mm_unpacklo_epi16(t[b + 1], t[b + 3]);
+              u[b + 3] = _mm_unpackhi_epi16(t[b + 1], t[b + 3]);
+            }
+            for (int b = 0; b < 16; b += 8) {
+              for (int q = 0; q < 4; ++q) {
+                v[b + 2 * q] = _mm_unpacklo_epi32(u[b + q], u[b + q + 4]);
+                v[b + 2 * q + 1] = _mm_unpackhi_epi32(u[b + q], u[b + q + 4]);
+              }
+            }
+            for (int q = 0; q < 8; ++q) {
+              st(2 * q, _mm_unpacklo_epi64(v[q], v[q + 8]));
+              st(2 * q + 1, _mm_unpackhi_epi64(v[q], v[q + 8]));
+            }
+          } else if constexpr (sizeof(T) == 2) {
             const __m128i t0 = _mm_unpacklo_epi16(ld(0), ld(1)), t1 = _mm_unpackhi_epi16(ld(0), ld(1));
             const __m128i t2 = _mm_unpacklo_epi16(ld(2), ld(3)), t3 = _mm_unpackhi_epi16(ld(2), ld(3));
             const __m128i t4 = _mm_unpacklo_epi16(ld(4), ld(5)), t5 = _mm_unpackhi_epi16(ld(4), ld(5));
