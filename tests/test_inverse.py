@@ -132,8 +132,10 @@ def test_bad_inputs_leave_tensor_unchanged(device):
     ]
     for t, msg in cases:
         before = t.clone()
-        with pytest.raises(RuntimeError, match=f"batched_inverse_ex: .*{msg}"):
+        with pytest.raises(RuntimeError, match=f"^batched_inverse: .*{msg}"):
             TL.batched_inverse(t)
+        with pytest.raises(RuntimeError, match=f"^batched_inverse_ex: .*{msg}"):
+            TL.batched_inverse_ex(t)
         with pytest.raises(RuntimeError, match=f"inverse_: .*{msg}"):
             TL.inverse_(t)
         assert torch.equal(t, before)

@@ -114,6 +114,51 @@ def test_non_contiguous_inputs(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("view", ["conj", "neg", "conj_neg"])
+def test_in_place_on_conj_and_neg_views(device, view):
+    # PyTorch's math-bit fallback asserts on an in-place op returning another tensor; lu_factor_ does its work itself:
+    # the logical values of the view end up as torch.linalg.lu_factor's LU, the bit stays, the pivots match.
+    dtype = torch.float64 if view == "neg" else torch.complex128
+    A = random_matrices((6,), 7, dtype, device, seed=3)
+    logical = {"conj": lambda t: t.conj(), "neg": lambda t: t._neg_view(),
+               "conj_neg": lambda t: t.conj()._neg_view()}[view]
+    V = logical(A.clone())
+    LU_ref, piv_ref = torch.linalg.lu_factor(logical(A.clone()).resolve_conj().resolve_neg().cpu())
+    piv = TL.lu_factor_(V)
+    assert V.is_conj() == ("conj" in view) and V.is_neg() == ("neg" in view)
+    torch.testing.assert_close(V.resolve_conj().resolve_neg().cpu(), LU_ref)
+    assert torch.equal(piv.cpu(), piv_ref)
+
+
+def test_errors_name_the_op_called():
+    with pytest.raises(RuntimeError, match=r"^lu_factor: expected square"):
+        TL.lu_factor(torch.randn(3, 4))
+    with pytest.raises(RuntimeError, match=r"^lu_factor_ex: expected square"):
+        TL.lu_factor_ex(torch.randn(3, 4))
+    with pytest.raises(RuntimeError, match=r"^batched_inverse: expected a tensor of shape"):
+        TL.batched_inverse(torch.randn(4))
+    with pytest.raises(RuntimeError, match=r"^batched_inverse: expected dtype"):
+        TL.batched_inverse(torch.ones(3, 3, dtype=torch.int64))
+
+
+def test_wrappers_are_scriptable():
+    def f(A: torch.Tensor) -> torch.Tensor:
+        X, info = TL.batched_inverse_ex(A, check_errors=False)
+        r = TL.lu_factor_ex(A)
+        LU, piv = TL.lu_factor(A)
+        B = A.clone()
+        TL.inverse_(B)
+        C = A.clone()
+        TL.lu_factor_(C)
+        return X + TL.batched_inverse(A) + r.LU + LU + B + C + info.sum() + piv.sum()
+
+    A = random_matrices((3,), 5, torch.float64, "cpu", seed=1)
+    scripted = torch.jit.script(f)
+    torch.testing.assert_close(scripted(A), f(A), rtol=0, atol=0)
+    assert "inplace::batched_inverse_ex" in str(scripted.inlined_graph)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_bad_inputs_leave_tensor_unchanged(device):
     cases = [
         (torch.ones(3, 3, dtype=torch.int32, device=device), "dtype"),
@@ -123,8 +168,10 @@ def test_bad_inputs_leave_tensor_unchanged(device):
     ]
     for t, msg in cases:
         before = t.clone()
-        with pytest.raises(RuntimeError, match=f"lu_factor_ex: .*{msg}"):
+        with pytest.raises(RuntimeError, match=f"^lu_factor: .*{msg}"):
             TL.lu_factor(t)
+        with pytest.raises(RuntimeError, match=f"^lu_factor_ex: .*{msg}"):
+            TL.lu_factor_ex(t)
         with pytest.raises(RuntimeError, match=f"lu_factor_: .*{msg}"):
             TL.lu_factor_(t)
         assert torch.equal(t, before)

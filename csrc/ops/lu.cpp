@@ -121,17 +121,32 @@ int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t 
 }
 
 std::tuple<at::Tensor, at::Tensor> lu_factor_composite(const at::Tensor& A) {
+  lu::check_input(A, "lu_factor", /*inplace=*/false);  // the errors name the op the caller called
   auto [LU, pivots, info] = torch_inplace::lu_factor_ex(A, /*check_errors=*/false);
   return {LU, pivots};
 }
 
 at::Tensor batched_inverse_composite(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
   return std::get<0>(torch_inplace::batched_inverse_ex(A, /*check_errors=*/false));
+}
+
+// lu_factor_ on a conjugate or negative view. PyTorch's math-bit fallback materializes such an input for an in-place
+// op and writes it back, but asserts when the op returns another tensor than the one it mutates (lu_factor_ returns
+// the pivots). So this kernel does the same itself, as the fallback does for inverse_: factor a resolved copy, then
+// copy it back through the view.
+at::Tensor lu_factor__math_bits(at::Tensor& A) {
+  lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
+  at::Tensor resolved = A.resolve_conj().resolve_neg();
+  at::Tensor pivots = torch_inplace::lu_factor_(resolved);
+  A.copy_(resolved);
+  return pivots;
 }
 
 // inverse_ = the data-only _inverse_data_ (which backends, Meta and autograd implement) returning its input.
 at::Tensor& inverse__composite(at::Tensor& A) {
-  // conj/neg views are left to PyTorch's math-bit fallbacks on _inverse_data_, which materialize them.
+  // conj/neg views are left to PyTorch's math-bit fallbacks on _inverse_data_, which materialize them and write the
+  // result back through the view.
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("inplace::_inverse_data_", "")
@@ -196,6 +211,9 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_inverse_backward(Tensor X, Tensor grad) -> Tensor");
   m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1, int rows=-1) -> int", &small_lu_tuning_op);
 }
+
+TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { m.impl("lu_factor_", &lu_factor__math_bits); }
+TORCH_LIBRARY_IMPL(inplace, Negative, m) { m.impl("lu_factor_", &lu_factor__math_bits); }
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("lu_factor", &lu_factor_composite);
