@@ -112,5 +112,52 @@ def test_empty_transposable_cpu():
     assert t2.shape == (2, 5, 7) and t2.dtype == torch.get_default_dtype()
 
 
+def test_plan_and_factory_refuse_what_transpose_refuses():
+    for call in (lambda: torch_inplace.plan((3, 4), torch.qint8), lambda: torch_inplace.plan((2**62, 2**62))):
+        with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: expected a"):
+            call()
+    with pytest.raises(RuntimeError, match=r"^empty_transposable: expected a non-quantized dtype"):
+        torch_inplace.empty_transposable(3, 4, dtype=torch.qint8)
+    with pytest.raises(RuntimeError, match=r"^empty_transposable: expected a shape of fewer than 2\^63 bytes"):
+        torch_inplace.empty_transposable(2**62, 2**62)
+
+
+def test_plan_on_meta_moves_nothing():
+    p = torch_inplace.plan((300, 200), torch.float32, "meta")
+    assert p.algorithm == "noop" and p.scratch_bytes == 0
+    x = torch.empty(300, 200, device="meta")
+    assert torch_inplace.transpose_(x).shape == (200, 300)
+
+
+def test_empty_transposable_under_compile_and_opcheck():
+    from torch.library import opcheck
+    # Its values are uninitialised, so opcheck's comparisons of outputs do not apply.
+    opcheck(torch.ops.inplace.empty_transposable.default, ([3, 4],), {"dtype": torch.float32},
+            test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+
+    @torch.compile(backend="aot_eager", fullgraph=True)
+    def f(x):
+        return torch_inplace.empty_transposable(3, 4, dtype=x.dtype).copy_(x) * 2
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(f(x), x * 2)
+
+
+def test_transpose_wrappers_are_scriptable():
+    def f(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        a = torch_inplace.transpose_(x, algorithm="c2r")
+        b = torch_inplace.aos_to_soa_(y)
+        c = torch_inplace.soa_to_aos_(z)
+        return a.sum() + b[0].sum() + c.sum()
+
+    scripted = torch.jit.script(f)
+    x, y, z = rand((7, 5), torch.float32, "cpu"), rand((40, 3), torch.float32, "cpu"), rand((3, 40), torch.float32, "cpu")
+    refs = ref_transpose(x), ref_transpose(y), ref_transpose(z)
+    scripted(x, y, z)
+    for got, want in zip((x, y, z), refs):
+        assert torch.equal(got, want)
+    assert "inplace::transpose_" in str(scripted.inlined_graph)
+
+
 def test_algorithms_list():
     assert set(["auto", "square", "c2r", "r2c", "skinny"]) <= set(torch_inplace.algorithms())

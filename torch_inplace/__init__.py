@@ -1,7 +1,8 @@
 """torch_inplace: in-place transposition and small batched LU / inverse as PyTorch operators.
 
 Every function here is a thin, typed wrapper around a ``torch.ops.inplace.*`` operator, so the same ops are
-available to TorchScript and to C++ (LibTorch) callers.
+available to TorchScript and to C++ (LibTorch) callers; the op wrappers can themselves be scripted
+(``torch.jit.script``), where they call the operators directly.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import torch
 
 from . import _C  # noqa: F401  (loads the library; its static registrars define torch.ops.inplace.*)
 from . import linalg
-from .linalg import batched_inverse, batched_inverse_ex, inverse_, lu_factor, lu_factor_, lu_factor_ex
+from .linalg import (InverseExResult, LUFactorExResult, LUFactorResult, batched_inverse, batched_inverse_ex,
+                     inverse_, lu_factor, lu_factor_, lu_factor_ex)
 
 __all__ = [
     "transpose_",
@@ -38,6 +40,9 @@ __all__ = [
     "batched_inverse",
     "batched_inverse_ex",
     "inverse_",
+    "LUFactorResult",
+    "LUFactorExResult",
+    "InverseExResult",
 ]
 
 __version__ = "0.1.0"
@@ -60,7 +65,7 @@ def algorithms() -> tuple[str, ...]:
     return ALGORITHMS
 
 
-def transpose_(t: torch.Tensor, *, algorithm: str = "auto") -> torch.Tensor:
+def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
     """Transpose the last two dims of ``t`` physically, in its own storage.
 
     Args:
@@ -78,7 +83,13 @@ def transpose_(t: torch.Tensor, *, algorithm: str = "auto") -> torch.Tensor:
             a storage with other elements outside the tensor, a storage shared with another tensor, an
             unsupported element size, an unknown or inapplicable algorithm, or a workspace limit no plan fits.
             The tensor is unchanged after a refusal.
+
+    Memory shared outside PyTorch's storage bookkeeping (a NumPy array behind ``torch.from_numpy``, the producer
+    of a ``torch.from_dlpack`` tensor, ``torch.from_blob``) cannot be seen: such aliases keep their old shape and
+    see the transposed bytes.
     """
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.transpose_(t, algorithm=algorithm)
     if algorithm == "auto":
         return _transpose(t)
     return _transpose(t, algorithm=algorithm)
@@ -90,6 +101,8 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
     The same permutation as :func:`transpose_`, planned for a small structure dimension ``F`` (the skinny path
     keeps the short side on chip). Same requirements and errors as :func:`transpose_`, naming ``aos_to_soa_``.
     """
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.aos_to_soa_(t)
     return _aos_to_soa(t)
 
 
@@ -99,6 +112,8 @@ def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
     The inverse of :func:`aos_to_soa_`. Same requirements and errors as :func:`transpose_`, naming
     ``soa_to_aos_``.
     """
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.soa_to_aos_(t)
     return _soa_to_aos(t)
 
 
@@ -132,6 +147,12 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
     return _ops.empty_transposable(list(shape), dtype=dtype, device=dev)
 
 
+@torch.library.register_fake("inplace::empty_transposable")
+def _empty_transposable_fake(size, dtype=None, device=None):
+    # Under torch.compile / fake tensors: a tensor of the shape, dtype and device (the slack is storage only).
+    return torch.empty(size, dtype=dtype, device=device)
+
+
 def get_workspace_limit() -> int:
     """The process-wide limit on scratch bytes per op call (-1: none)."""
     return int(_ops._workspace_limit())
@@ -155,6 +176,10 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
 
 
 class WorkspaceStats(NamedTuple):
+    """Scratch bytes of the ops' calls (:func:`workspace_stats`): ``last_bytes`` of the latest call,
+    ``peak_bytes`` the most one call took, ``total_bytes`` their sum, ``calls`` the op calls planned (with scratch or
+    none) since the last :func:`reset_workspace_stats`."""
+
     last_bytes: int
     peak_bytes: int
     total_bytes: int
@@ -167,6 +192,7 @@ def workspace_stats() -> WorkspaceStats:
 
 
 def reset_workspace_stats() -> None:
+    """Zero the counters that :func:`workspace_stats` reports."""
     _ops._reset_workspace_stats()
 
 

@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 
 #include "core/checks.h"
@@ -37,11 +38,21 @@ std::vector<T> contiguous_strides(c10::ArrayRef<T> sizes) {
 plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const char* op) {
   TORCH_CHECK(shape.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", shape);
   for (int64_t s : shape) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", shape);
+  // The dtypes transpose_ takes (check_transposable): no quantized types, elements of 1, 2, 4, 8 or 16 bytes.
+  TORCH_CHECK(!c10::isQIntType(dtype), op, ": expected a non-quantized dtype, got ", dtype);
+  const int64_t es = static_cast<int64_t>(c10::elementSize(dtype));
+  TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
+              ": expected a dtype of 1, 2, 4, 8 or 16 bytes, got ", dtype, " (", es, " bytes)");
   plan::Problem p;
   p.rows = shape[shape.size() - 2];
   p.cols = shape[shape.size() - 1];
   for (size_t i = 0; i + 2 < shape.size(); ++i) p.batch *= shape[i];
-  p.esize = static_cast<int64_t>(c10::elementSize(dtype));
+  p.esize = es;
+  int64_t bytes = es;
+  for (int64_t s : shape) {
+    TORCH_CHECK(!c10::mul_overflows(bytes, s, &bytes), op, ": expected a shape of fewer than 2^63 bytes, got ", shape,
+                " of ", dtype);
+  }
   return p;
 }
 
@@ -70,7 +81,12 @@ std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef
                                                                 c10::Device device, c10::string_view algorithm) {
   const char* op = "torch_inplace.plan";
   const plan::Problem p = shape_problem(shape, dtype, op);
-  const plan::Plan pl = plan_or_throw(p, device, parse_algorithm(std::string(algorithm), op), op);
+  const plan::Algo forced = parse_algorithm(std::string(algorithm), op);
+  if (device.is_meta()) {
+    // transpose_ on a meta tensor (shape propagation) moves no data: only the shape changes.
+    return {"noop", 0, "meta tensors hold no data: transpose_ only changes the shape"};
+  }
+  const plan::Plan pl = plan_or_throw(p, device, forced, op);
   return {plan::algo_name(pl.algo), pl.scratch_bytes, pl.explain()};
 }
 
@@ -140,9 +156,12 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);
   m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache_op);
-  m.def("empty_transposable(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        &empty_transposable_op);
+  m.def("empty_transposable(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
 }
+
+// Explicit (not a catch-all): under torch.compile the op is not decomposed into its set_() of a fresh storage,
+// which fake tensors refuse; torch_inplace registers its fake implementation (a plain empty tensor).
+TORCH_LIBRARY_IMPL(inplace, CompositeExplicitAutograd, m) { m.impl("empty_transposable", &empty_transposable_op); }
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("transpose_", &transpose_composite);
