@@ -13,7 +13,10 @@ Differences from ``torch.linalg``: :func:`lu_factor` and :func:`batched_inverse`
 ``torch.linalg.lu_factor``), also twice.
 
 Errors: a ``RuntimeError`` naming the op for fewer than 2 dims, non-square matrices, other dtypes or (in-place
-ops) a non-contiguous tensor or one with the conj/neg bit; nothing is written then.
+ops) a non-contiguous tensor; nothing is written then. The in-place ops take conjugate and negative views through a
+resolved copy written back through the view, as PyTorch does.
+
+Every function here can be called from TorchScript (``torch.jit.script``), where it calls the operator directly.
 """
 from __future__ import annotations
 
@@ -46,17 +49,23 @@ _inverse_ = _ops.inverse_.default
 
 
 class LUFactorResult(NamedTuple):
+    """What :func:`lu_factor` returns: ``LU`` ``(*, n, n)`` and 1-based int32 ``pivots`` ``(*, n)``."""
+
     LU: torch.Tensor
     pivots: torch.Tensor
 
 
 class LUFactorExResult(NamedTuple):
+    """What :func:`lu_factor_ex` returns: ``LU``, ``pivots`` and int32 ``info`` ``(*)``."""
+
     LU: torch.Tensor
     pivots: torch.Tensor
     info: torch.Tensor
 
 
 class InverseExResult(NamedTuple):
+    """What :func:`batched_inverse_ex` returns: ``inverse`` ``(*, n, n)`` and int32 ``info`` ``(*)``."""
+
     inverse: torch.Tensor
     info: torch.Tensor
 
@@ -73,16 +82,22 @@ def lu_factor(A: torch.Tensor) -> LUFactorResult:
 
     Singular matrices are factorized without error (``U`` has a zero on the diagonal); see :func:`lu_factor_ex`.
     """
+    if torch.jit.is_scripting():
+        LU, pivots = torch.ops.inplace.lu_factor(A)
+        return LUFactorResult(LU, pivots)
     return LUFactorResult(*_lu_factor(A))
 
 
-def lu_factor_ex(A: torch.Tensor, *, check_errors: bool = False) -> LUFactorExResult:
+def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResult:
     """:func:`lu_factor` plus ``info`` ``(*)`` int32, as ``torch.linalg.lu_factor_ex``.
 
     ``info[b] = k > 0`` when ``U[b, k-1, k-1]`` is exactly zero (the first such k), else 0. With
     ``check_errors=True`` the call synchronizes and raises the error ``torch.linalg.lu_factor_ex`` raises when
     any ``info`` is positive.
     """
+    if torch.jit.is_scripting():
+        LU, pivots, info = torch.ops.inplace.lu_factor_ex(A, check_errors=check_errors)
+        return LUFactorExResult(LU, pivots, info)
     if not check_errors:
         return LUFactorExResult(*_lu_factor_ex(A))
     return LUFactorExResult(*_lu_factor_ex(A, check_errors=True))
@@ -91,22 +106,30 @@ def lu_factor_ex(A: torch.Tensor, *, check_errors: bool = False) -> LUFactorExRe
 def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     """In-place :func:`lu_factor`: ``A`` becomes ``LU``; returns ``pivots`` ``(*, n)`` int32 (1-based).
 
-    ``A`` must be contiguous and carry no conj/neg bit. Differentiable when ``A`` is not a leaf that requires
-    grad (PyTorch's usual in-place rule).
+    ``A`` must be contiguous. A conjugate or negative view is factorized through a resolved copy that is then
+    written back through the view (as PyTorch does for in-place ops on such views). Differentiable when ``A`` is
+    not a leaf that requires grad (PyTorch's usual in-place rule).
     """
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.lu_factor_(A)
     return _lu_factor_(A)
 
 
 def batched_inverse(A: torch.Tensor) -> torch.Tensor:
     """Inverse of every matrix in ``A`` ``(*, n, n)``, as ``torch.linalg.inv``, without the singularity check
     (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them)."""
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.batched_inverse(A)
     return _batched_inverse(A)
 
 
-def batched_inverse_ex(A: torch.Tensor, *, check_errors: bool = False) -> InverseExResult:
+def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseExResult:
     """:func:`batched_inverse` plus ``info`` ``(*)`` int32, as ``torch.linalg.inv_ex``: ``info[b] = k > 0`` when
     the LU factorization of ``A[b]`` met an exactly zero pivot at step k. ``check_errors=True`` synchronizes and
     raises ``torch.linalg.LinAlgError`` for singular input, as ``torch.linalg.inv`` does."""
+    if torch.jit.is_scripting():
+        X, info = torch.ops.inplace.batched_inverse_ex(A, check_errors=check_errors)
+        return InverseExResult(X, info)
     if not check_errors:
         return InverseExResult(*_batched_inverse_ex(A))
     return InverseExResult(*_batched_inverse_ex(A, check_errors=True))
@@ -115,6 +138,9 @@ def batched_inverse_ex(A: torch.Tensor, *, check_errors: bool = False) -> Invers
 def inverse_(A: torch.Tensor) -> torch.Tensor:
     """Invert every matrix of a contiguous ``A`` ``(*, n, n)`` in its own storage; returns ``A``.
 
-    No extra device memory on GPUs for ``n <= 64``. ``A`` must be contiguous and carry no conj/neg bit.
+    No extra device memory on GPUs for ``n <= 64``. ``A`` must be contiguous. A conjugate or negative view is
+    inverted through a resolved copy that is written back through the view (PyTorch's math-bit fallback).
     """
+    if torch.jit.is_scripting():
+        return torch.ops.inplace.inverse_(A)
     return _inverse_(A)
