@@ -91,5 +91,16 @@ TI_DEVICE void advance3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t dt, uint
   t += dt;
 }
 
+// (t, a, b) one step on in the mixed radix (*, A, B): b wraps at B into a, a wraps at A into t.
+TI_DEVICE void next3(uint32_t& t, uint32_t& a, uint32_t& b, uint32_t A, uint32_t B) {
+  if (++b == B) {
+    b = 0;
+    if (++a == A) {
+      a = 0;
+      ++t;
+    }
+  }
+}
+
 }  // namespace kernels
 }  // namespace torch_inplace

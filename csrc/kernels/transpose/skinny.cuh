@@ -133,13 +133,7 @@ __global__ void __launch_bounds__(kGroupThreads)
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
             sm[tg * R * S + i * S + j] = pk[s].e[q];
-            if (++j == C) {
-              j = 0;
-              if (++i == R) {
-                i = 0;
-                ++tg;
-              }
-            }
+            next3(tg, i, j, R, C);
           }
         }
         advance3(tv, iv, jv, dt, di_src, dj_src, R, C);
@@ -159,13 +153,7 @@ __global__ void __launch_bounds__(kGroupThreads)
 #pragma unroll
           for (int q = 0; q < VEC; ++q) {
             pk[s].e[q] = sm[tg * R * S + i * S + j];
-            if (++i == R) {
-              i = 0;
-              if (++j == C) {
-                j = 0;
-                ++tg;
-              }
-            }
+            next3(tg, j, i, C, R);
           }
         }
         advance3(tv, jv, iv, dt, dj_res, di_res, C, R);
