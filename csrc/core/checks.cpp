@@ -70,15 +70,20 @@ int64_t storage_slack_bytes(const at::Tensor& self) {
   return have - used;
 }
 
+void check_transposable_dtype(at::ScalarType dtype, const char* op, const char* what) {
+  TORCH_CHECK(!c10::isQIntType(dtype), op, ": expected a non-quantized ", what, ", got dtype ", dtype);
+  const int64_t es = static_cast<int64_t>(c10::elementSize(dtype));
+  TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
+              ": expected elements of 1, 2, 4, 8 or 16 bytes, got dtype ", dtype, " (", es, " bytes)");
+}
+
 void check_transposable(const at::Tensor& self, const char* op, CheckLevel level) {
   TORCH_CHECK(self.defined(), op, ": expected a tensor, got an undefined tensor");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
-  TORCH_CHECK(!self.is_quantized(), op, ": expected a non-quantized tensor, got dtype ", self.scalar_type());
+  check_transposable_dtype(self.scalar_type(), op, "tensor");
   TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),
               "-D tensor of shape ", self.sym_sizes());
   const int64_t es = static_cast<int64_t>(self.element_size());
-  TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
-              ": expected elements of 1, 2, 4, 8 or 16 bytes, got dtype ", self.scalar_type(), " (", es, " bytes)");
   // Tracing with symbolic shapes (torch.compile dynamic=True): the eager checks ran, or will run, on real
   // tensors; nothing here can be decided without guarding on sizes.
   if (self.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return;

@@ -21,6 +21,10 @@ enum class CheckLevel {
   kPublic,
 };
 
+// The dtypes the transposition ops take: not quantized, elements of 1, 2, 4, 8 or 16 bytes. Throws naming `op`;
+// `what` ("tensor", "dtype") is what the message says was expected.
+void check_transposable_dtype(at::ScalarType dtype, const char* op, const char* what);
+
 // Throws (TORCH_CHECK, naming `op`) unless `self` passes `level`; everything is checked before a byte moves.
 void check_transposable(const at::Tensor& self, const char* op, CheckLevel level);
 

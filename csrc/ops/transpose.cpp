@@ -38,11 +38,8 @@ std::vector<T> contiguous_strides(c10::ArrayRef<T> sizes) {
 plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const char* op) {
   TORCH_CHECK(shape.size() >= 2, op, ": expected a shape with at least 2 dims (..., m, n), got ", shape);
   for (int64_t s : shape) TORCH_CHECK(s >= 0, op, ": expected non-negative sizes, got ", shape);
-  // The dtypes transpose_ takes (check_transposable): no quantized types, elements of 1, 2, 4, 8 or 16 bytes.
-  TORCH_CHECK(!c10::isQIntType(dtype), op, ": expected a non-quantized dtype, got ", dtype);
+  check_transposable_dtype(dtype, op, "dtype");
   const int64_t es = static_cast<int64_t>(c10::elementSize(dtype));
-  TORCH_CHECK(es == 1 || es == 2 || es == 4 || es == 8 || es == 16, op,
-              ": expected a dtype of 1, 2, 4, 8 or 16 bytes, got ", dtype, " (", es, " bytes)");
   plan::Problem p;
   p.rows = shape[shape.size() - 2];
   p.cols = shape[shape.size() - 1];
