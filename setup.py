@@ -82,15 +82,30 @@ def extensions():
     return [CUDAExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx, "nvcc": nvcc}, **kwargs)]
 
 
+# The compiled library links against this torch's C++ ABI, which changes between minor versions: the package
+# requires the minor version it was built with.
+_TORCH_MAJOR, _TORCH_MINOR = (int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    LONG_DESCRIPTION = f.read()
+
 setup(
     name="torch_inplace",
     version=VERSION,
     description="In-place transposition and small batched LU/inverse as PyTorch operators (CPU, CUDA, HIP)",
+    long_description=LONG_DESCRIPTION,
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    classifiers=[
+        "License :: OSI Approved :: BSD License",
+        "Programming Language :: C++",
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Mathematics",
+    ],
     packages=find_packages(include=["torch_inplace", "torch_inplace.*"]),
     package_data={"torch_inplace": ["py.typed"]},
     ext_modules=extensions(),
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
     python_requires=">=3.10",
-    install_requires=["torch>=2.4"],
+    install_requires=[f"torch>={_TORCH_MAJOR}.{_TORCH_MINOR},<{_TORCH_MAJOR}.{_TORCH_MINOR + 1}"],
     zip_safe=False,
 )
