@@ -236,8 +236,7 @@ def test_tuning_op_validates_and_resets():
     bad = [(("qr", torch.float32, 4), "expected kind"), (("lu", torch.int32, 4), "expected dtype"),
            (("lu", torch.float32, 33), "expected 1 <= n <= 32"), (("lu", torch.float32, 4, 9), "expected warps"),
            (("inverse", torch.float32, 4, 2, 3), "expected rows"),
-           (("lu", torch.float64, 24, 1, -2), "split rows .* are for kind 'inverse' only"),
-           (("lu", torch.float64, 24, 1, -4), "the lane grid .* is for kind 'inverse' only")]
+           (("lu", torch.float64, 24, 1, -2), "split rows .* are for kind 'inverse' only")]
     for args, msg in bad:
         with pytest.raises(RuntimeError, match="_small_lu_tuning: " + msg):
             op(*args)
@@ -246,14 +245,12 @@ def test_tuning_op_validates_and_resets():
     assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table
     assert op("inverse", torch.float64, 24, 8, -2) == 8  # split rows
     assert op("inverse", torch.float64, 24, 0, 0) == 0
-    assert op("inverse", torch.float64, 20, 4, -4) == 4  # the lane grid
-    assert op("inverse", torch.float64, 20, 0, 0) == 0
     assert op("lu", torch.float32, 6, 4, -3) == 4        # a lane per matrix
     assert op("lu", torch.float32, 6, 0, 0) == 0
     assert op("lu", torch.float64, 12, 1, -5) == 1       # the shared-memory kernel of n > 32
     assert op("lu", torch.float64, 12, 0, 0) == 0
     with pytest.raises(RuntimeError, match="_small_lu_tuning: expected rows .*-3 \\(a lane per matrix\\)"):
-        op("lu", torch.float32, 6, 1, -6)
+        op("lu", torch.float32, 6, 1, -4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -28,12 +28,10 @@ at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& gra
 int64_t batch_count(const at::Tensor& A);
 
 // Tuning overrides for the GPU kernels of (kind 0 = LU, 1 = inverse; dtype index 0..3; n): warps per block and
-// rows per lane (1, 2, 4, kLaneRows, kMediumRows, or kSplitRows / kGridRows for the inverse); 0 means "use the
-// committed table". Set by the private op
+// rows per lane (1, 2, 4, kLaneRows, kMediumRows, or kSplitRows for the inverse); 0 means "use the committed table". Set by the private op
 // inplace::_small_lu_tuning (benchmarks/tune_lu.py).
 constexpr int kSplitRows = -2;  // rows split into two column parts (split_inverse_kernel; lu_launch.cuh)
 constexpr int kLaneRows = -3;   // a lane per matrix: every row in one lane (real types, n <= 8; lu_launch.cuh)
-constexpr int kGridRows = -4;   // the inverse's 4 x 8 lane grid over rows and columns (grid_inverse_kernel; real, n > 16)
 constexpr int kMediumRows = -5; // the shared-memory kernels (medium_lu.cuh; what runs at 32 < n <= 64) at n <= 32
 int tuning_override(int kind, int dtype_index, int64_t n);
 int rows_override(int kind, int dtype_index, int64_t n);

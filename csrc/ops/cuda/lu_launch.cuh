@@ -17,9 +17,8 @@ namespace lu_cuda {
 
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
 // `rows`: rows per lane (1, 2 or 4), lu::kLaneRows (-3, ops/lu_common.h: a lane per matrix) or, for the inverse,
-// lu::kSplitRows (-2: rows split into two column parts) or lu::kGridRows (-4: the lanes as a 4 x 8 grid over rows
-// and columns); a code the (T, n) has no kernel for falls back to 1 (rows_supported, lane_supported,
-// SplitGeometry::kSupported, GridGeometry::kSupported).
+// lu::kSplitRows (-2: rows split into two column parts); a code the (T, n) has no kernel for falls back to 1
+// (rows_supported, lane_supported, SplitGeometry::kSupported).
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream);
@@ -52,7 +51,6 @@ int warp_smem_bytes();
 #include <cstdlib>
 #include <type_traits>
 
-#include "kernels/lu/grid_inverse.cuh"
 #include "kernels/lu/inverse_backward.cuh"
 #include "kernels/lu/small_lu.cuh"
 #include "ops/lu_common.h"  // lu::kSplitRows
@@ -230,21 +228,11 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// grid_inverse_kernel (lu::kGridRows): small_inverse_kernel<T, N, 1>'s launch and shared memory, its own
-// occupancy cache (Kind 2).
-template <typename T, int N>
-static void launch_inverse_grid(const T* in, T* out, int32_t* info, int64_t batch, int warps, ti_stream_t stream) {
-  launch_small<T, N, 1, 2>(kernels::lu::grid_inverse_kernel<T, N>, batch, warps, stream, in, out, info);
-}
-
 template <typename T, int N>
 void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
   if constexpr (N == 1) {
     launch_one_by_one<T, 1>(in, out, nullptr, info, batch, stream);
   } else {
-    if constexpr (kernels::lu::GridGeometry<T, N>::kSupported) {
-      if (rows == lu::kGridRows) return launch_inverse_grid<T, N>(in, out, info, batch, warps, stream);
-    }
     if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
       if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
     }
