@@ -235,7 +235,7 @@ def test_tuning_op_validates_and_resets():
     op = torch.ops.inplace._small_lu_tuning
     bad = [(("qr", torch.float32, 4), "expected kind"), (("lu", torch.int32, 4), "expected dtype"),
            (("lu", torch.float32, 33), "expected 1 <= n <= 32"), (("lu", torch.float32, 4, 9), "expected warps"),
-           (("inverse", torch.float32, 4, 2, 3), "expected rows"),
+           (("inverse", torch.float32, 4, 2, 5), "expected rows"),
            (("lu", torch.float64, 24, 1, -2), "split rows .* are for kind 'inverse' only")]
     for args, msg in bad:
         with pytest.raises(RuntimeError, match="_small_lu_tuning: " + msg):
@@ -243,6 +243,8 @@ def test_tuning_op_validates_and_resets():
     assert op("inverse", torch.float64, 7, 2, 4) == 2
     assert op("inverse", torch.float64, 7) == 2          # query
     assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table
+    assert op("lu", torch.float64, 20, 2, 3) == 2        # three rows per lane
+    assert op("lu", torch.float64, 20, 0, 0) == 0
     assert op("inverse", torch.float64, 24, 8, -2) == 8  # split rows
     assert op("inverse", torch.float64, 24, 0, 0) == 0
     assert op("lu", torch.float32, 6, 4, -3) == 4        # a lane per matrix

@@ -1,4 +1,4 @@
-"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 4; a lane per matrix, -3; the inverse's split
+"""Every kernel variant of the small LU / inverse (rows per lane 1, 2, 3, 4; a lane per matrix, -3; the inverse's split
 rows, -2; several warps per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
 lane holds which row (or which part of a row), never the arithmetic of an entry, so its results must equal the
 one-row-per-lane kernel's bit for bit. The shared-memory kernels of n > 32 (-5, medium_lu.cuh; forced at n <= 32)
@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.gpu, needs_cuda]
 KINDS = ("lu", "inverse")
 SPLIT = -2  # split_inverse_kernel: rows split into two column parts (inverse only; n > 16, real types)
 LANE = -3   # a lane per matrix (every row in one lane; real types, n <= 8)
-CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 4), (2, 4), (8, 4), (1, SPLIT), (3, SPLIT), (8, SPLIT), (1, LANE),
-           (8, LANE)]
+CONFIGS = [(1, 1), (1, 2), (3, 2), (8, 2), (1, 3), (8, 3), (1, 4), (2, 4), (8, 4), (1, SPLIT), (3, SPLIT), (8, SPLIT),
+           (1, LANE), (8, LANE)]
 
 
 def tol(dtype, n):
@@ -131,11 +131,11 @@ def test_medium_nan_inf_and_views():
 
 
 def test_nan_inf_every_variant():
-    for n in (5, 16, 32):
+    for n in (5, 16, 20, 32):
         A = well_conditioned((40,), n, torch.float64, "cuda", seed=n)
         A[0, 0, 0] = float("nan")
         A[1, n - 1, n - 1] = float("inf")
-        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 4, SPLIT, LANE)]
+        outs = [run_with(torch.float64, n, 2, rows, A) for rows in (1, 2, 3, 4, SPLIT, LANE)]
         for o in outs[1:]:
             for a, b in zip(outs[0], o):
                 assert same(a, b)
@@ -154,7 +154,7 @@ def test_persistent_turns_match_one_turn_per_warp(dtype, n, monkeypatch):
     keys = ("TORCH_INPLACE_LU_PERSIST", "TORCH_INPLACE_LU_PREFETCH", "TORCH_INPLACE_LU_GRID_CAP")
     modes = [{}, {"TORCH_INPLACE_LU_PERSIST": "0"}, {"TORCH_INPLACE_LU_PREFETCH": "0"},
              {"TORCH_INPLACE_LU_GRID_CAP": "3"}]
-    for rows in (1, 2, 4, LANE):
+    for rows in (1, 2, 3, 4, LANE):
         outs = []
         for env in modes:
             for key in keys:
@@ -234,7 +234,7 @@ def test_unit_tile_staging(dtype, n):
     store = torch.empty(batch * n * n + 1, dtype=dtype, device="cuda")
     Au = store[1:].view(batch, n, n).copy_(A)
     assert Au.data_ptr() % 16 != 0
-    rows_variants = (1, 2, 4) if not dtype.is_complex else (1,)
+    rows_variants = (1, 2, 3, 4) if not dtype.is_complex else (1,)
     outs = [run_with_c(dtype, n, warps, rows, M) for rows in rows_variants for warps in (1, 8) for M in (A, Au)]
     for o in outs[1:]:
         for name, a, b in zip(("LU", "pivots", "info", "inverse", "inverse info"), outs[0], o):

@@ -6,7 +6,8 @@
 # rows-per-lane variant) and the fused inverse backward.
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
-# swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel and the register stash.)
+# swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel and the register stash;
+# =lu: only the small LU / inverse kernels.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -79,7 +80,7 @@ def transposed_ok(shape, es, algo):
 
 
 parts = os.environ.get("TI_SANITIZE_PARTS", "all")
-if parts in ("tiled", "onchip"):  # tiled: only the tiled sequences, skinny past 64 fields and padded (the last
+if parts in ("tiled", "onchip", "lu"):  # tiled: only the tiled sequences, skinny past 64 fields and padded (the last
     knobs = []                     # transposition cases); onchip: only the skinny on-chip kernel
 for kv in knobs:
     set_knobs(kv)
@@ -90,7 +91,7 @@ for kv in knobs:
 # On chip in waves (a batch over the GPU's shared memory, each matrix within it; a partial last wave): once, with the
 # planner's defaults, as the waves are large for the sanitizer.
 set_knobs({})
-for shape, es in (() if parts in ("tiled", "onchip") else (((5, 1500, 1001), 4), ((7, 1200, 1001), 4),
+for shape, es in (() if parts in ("tiled", "onchip", "lu") else (((5, 1500, 1001), 4), ((7, 1200, 1001), 4),
                                                            ((9, 2000, 1999), 1))):
     expl = torch_inplace.plan(shape, dt[es], "cuda").explanation
     ok = transposed_ok(shape, es, "onchip") and "waves" in expl
@@ -99,9 +100,9 @@ for shape, es in (() if parts in ("tiled", "onchip") else (((5, 1500, 1001), 4),
 # The skinny on-chip kernel (both sides in 16-byte chunks), forced wherever it applies: whole rows and whole columns,
 # blocks over several matrices, run ends off the chunk boundaries, every element size, in waves; once.
 set_knobs({"TORCH_INPLACE_GPU_ONCHIP_SKINNY": "1"})
-for shape, es in (() if parts == "tiled" else (((3001, 3), 1), ((3, 3001), 1), ((7, 1001, 5), 2), ((5, 7, 1003), 4),
-                                              ((4000, 17), 8), ((9, 300), 16), ((40, 50176, 3), 1),
-                                              ((256, 50176, 3), 1))):
+skinny_cases = (((3001, 3), 1), ((3, 3001), 1), ((7, 1001, 5), 2), ((5, 7, 1003), 4), ((4000, 17), 8), ((9, 300), 16),
+                ((40, 50176, 3), 1), ((256, 50176, 3), 1))
+for shape, es in (() if parts in ("tiled", "lu") else skinny_cases):
     expl = torch_inplace.plan(shape, dt[es], "cuda", algorithm="onchip").explanation
     ok = transposed_ok(shape, es, "onchip") and "skinny kernel" in expl
     bad += not ok
@@ -110,7 +111,7 @@ set_knobs({})
 # The register stash (tensors just past the GPU's shared memory, as planned on an H100 / H200): the skinny kernel's
 # (AoS -> SoA, SoA -> AoS at an odd length, a batch in waves) and the element kernel's (a tall matrix, a batch of
 # near-squares in waves, 16-byte elements); once.
-for shape, es in (() if parts == "tiled" else (((876267, 13), 4), ((4, 1920 * 1080 + 3), 4),
+for shape, es in (() if parts in ("tiled", "lu") else (((876267, 13), 4), ((4, 1920 * 1080 + 3), 4),
                                               ((2, 4, 1920 * 1080 + 5), 4), ((8862, 1083), 4),
                                               ((2, 3080, 3072), 4), ((1201, 1600), 16))):
     expl = torch_inplace.plan(shape, dt[es], "cuda").explanation
@@ -125,25 +126,27 @@ if parts == "onchip":
 # Tiled sequences 2.1 / 2.2 (the short side divides the long one: tiles swapped in place, super-elements by cycle
 # following): one slice and several (the last one shorter), 16-byte units and elements, batches; and the skinny path
 # past 64 fields; once, with defaults.
-for shape, es, algo in (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled22"), ((777 * 3, 777), 8, "tiled21"),
-                        ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22"),
-                        # skinny past 64 fields: a cut and k | N, both directions
-                        ((3001, 100), 4, "skinny"), ((100, 256 * 12), 8, "skinny"), ((700, 5003), 2, "skinny"),
-                        # sequences 3.1 / 3.2: shared-memory and square tiles, slices, one-element super-elements
-                        ((600, 800), 4, "tiled31"), ((2, 360, 240), 8, "tiled32"), ((96, 96 * 3), 16, "tiled31"),
-                        ((3, 120, 90), 1, "tiled32"), ((1009, 240), 4, "tiled31"), ((240, 1009), 2, "tiled32"),
-                        ((1280, 1536), 4, "tiled32"),
-                        # tile-pair swaps of 128 x 128 (1-byte), 64 x 64 (2-, 4-byte) and 32 x 32 tiles, partial edges
-                        ((130, 130), 1, "square"), ((2, 70, 70), 2, "square"), ((200, 200), 4, "square"),
-                        ((3, 40, 40), 16, "square"),
-                        # Karlsson's cut: near-square (a square and the shift), q > 1 (sequence 2.1 / 2.2), batches
-                        ((260, 256), 4, "cut"), ((2, 256, 263), 8, "cut"), ((1000, 333), 1, "cut"),
-                        ((97, 500), 16, "cut"), ((3, 150, 149), 2, "cut")):
+tiled_cases = (((3, 200, 100), 4, "tiled21"), ((2, 100, 300), 8, "tiled22"), ((777 * 3, 777), 8, "tiled21"),
+               ((129, 129 * 4), 16, "tiled22"), ((65 * 5, 65), 1, "tiled21"), ((512, 2048), 4, "tiled22"),
+               # skinny past 64 fields: a cut and k | N, both directions
+               ((3001, 100), 4, "skinny"), ((100, 256 * 12), 8, "skinny"), ((700, 5003), 2, "skinny"),
+               # sequences 3.1 / 3.2: shared-memory and square tiles, slices, one-element super-elements
+               ((600, 800), 4, "tiled31"), ((2, 360, 240), 8, "tiled32"), ((96, 96 * 3), 16, "tiled31"),
+               ((3, 120, 90), 1, "tiled32"), ((1009, 240), 4, "tiled31"), ((240, 1009), 2, "tiled32"),
+               ((1280, 1536), 4, "tiled32"),
+               # tile-pair swaps of 128 x 128 (1-byte), 64 x 64 (2-, 4-byte) and 32 x 32 tiles, partial edges
+               ((130, 130), 1, "square"), ((2, 70, 70), 2, "square"), ((200, 200), 4, "square"),
+               ((3, 40, 40), 16, "square"),
+               # Karlsson's cut: near-square (a square and the shift), q > 1 (sequence 2.1 / 2.2), batches
+               ((260, 256), 4, "cut"), ((2, 256, 263), 8, "cut"), ((1000, 333), 1, "cut"),
+               ((97, 500), 16, "cut"), ((3, 150, 149), 2, "cut"))
+for shape, es, algo in (() if parts == "lu" else tiled_cases):
     ok = transposed_ok(shape, es, algo)
     bad += not ok
     print({"tiled": shape, "esize": es, "algo": algo}, "ok" if ok else "WRONG", flush=True)
 # The padded plan (tensors from empty_transposable: the padding in the storage's slack), tall and wide, there and back.
-for shape, es in (((3001, 97), 4), ((97, 3001), 8), ((2049, 2), 16), ((64 * 40 + 5, 64), 1)):
+padded_cases = (((3001, 97), 4), ((97, 3001), 8), ((2049, 2), 16), ((64 * 40 + 5, 64), 1))
+for shape, es in (() if parts == "lu" else padded_cases):
     t = torch_inplace.empty_transposable(shape, dtype=dt[es], device="cuda")
     src = torch.randint(0, 255, (torch.Size(shape).numel() * es,), dtype=torch.uint8, device="cuda").view(dt[es]).view(shape)
     t.copy_(src)
@@ -161,12 +164,13 @@ if parts in ("transpose", "tiled"):
 import torch_inplace.linalg as TL
 # (float32 n = 4, 8, 12, 14, float64 n = 2, 6, 14 and complex64 n = 6: the unit tile.)
 lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 20, 24, 32)] + \
-           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 19, 21, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
 for dtype, n in lu_cases:
     A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
     ref = None
-    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3), (8, -3)):
+    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 3), (8, 3), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3),
+                        (8, -3)):
         # -2: split rows, -3: a lane per matrix
         for kind in ("lu", "inverse"):
             torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == -2) else rows)
@@ -214,7 +218,8 @@ for dtype, n in ((torch.float32, 33), (torch.float64, 64), (torch.complex64, 40)
 # the current one, a partial last tile), and unaligned data (no fetch); against one warp per tile.
 for dtype, n, rows in ((torch.float32, 2, 1), (torch.float32, 4, 1), (torch.float32, 7, 2), (torch.float32, 5, 4),
                        (torch.float64, 3, 1), (torch.float64, 6, 1), (torch.float32, 4, 4), (torch.float64, 2, 2),
-                       (torch.float32, 1, 1), (torch.float32, 6, -3), (torch.float64, 8, -3)):
+                       (torch.float32, 1, 1), (torch.float32, 6, -3), (torch.float64, 8, -3), (torch.float32, 6, 3),
+                       (torch.float64, 5, 3)):
     # G = 1 (a lane per matrix: rows >= n, or -3); n = 1: the elementwise kernel
     store = torch.empty(1001 * n * n + 1, dtype=dtype, device="cuda")
     A = store[1:].view(1001, n, n)

@@ -108,9 +108,9 @@ int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t 
   TORCH_CHECK(d >= 0, op, ": expected dtype float32, float64, complex64 or complex128, got ", dtype);
   TORCH_CHECK(n >= 1 && n <= 32, op, ": expected 1 <= n <= 32, got ", n);
   TORCH_CHECK(warps >= -1 && warps <= 8, op, ": expected warps in [-1, 8] (-1 query, 0 reset), got ", warps);
-  TORCH_CHECK(rows == -1 || rows == 0 || rows == 1 || rows == 2 || rows == 4 || rows == lu::kLaneRows ||
+  TORCH_CHECK(rows == -1 || rows == 0 || (rows >= 1 && rows <= 4) || rows == lu::kLaneRows ||
                   rows == lu::kSplitRows || rows == lu::kMediumRows,
-              op, ": expected rows -1 (keep), 0 (reset), 1, 2, 4, ", lu::kLaneRows, " (a lane per matrix), ",
+              op, ": expected rows -1 (keep), 0 (reset), 1, 2, 3, 4, ", lu::kLaneRows, " (a lane per matrix), ",
               lu::kSplitRows, " (split rows, inverse only) or ", lu::kMediumRows,
               " (the shared-memory kernel of n > 32), got ", rows);
   TORCH_CHECK(rows != lu::kSplitRows || k == 1, op, ": split rows (", lu::kSplitRows, ") are for kind 'inverse' only");

@@ -28,8 +28,8 @@ at::Tensor inverse_backward_reference(const at::Tensor& X, const at::Tensor& gra
 int64_t batch_count(const at::Tensor& A);
 
 // Tuning overrides for the GPU kernels of (kind 0 = LU, 1 = inverse; dtype index 0..3; n): warps per block and
-// rows per lane (1, 2, 4, kLaneRows, kMediumRows, or kSplitRows for the inverse); 0 means "use the committed table". Set by the private op
-// inplace::_small_lu_tuning (benchmarks/tune_lu.py).
+// rows per lane (1 to 4, kLaneRows, kMediumRows, or kSplitRows for the inverse); 0 means "use the committed table".
+// Set by the private op inplace::_small_lu_tuning (benchmarks/tune_lu.py, benchmarks/lu_table_ab.py).
 constexpr int kSplitRows = -2;  // rows split into two column parts (split_inverse_kernel; lu_launch.cuh)
 constexpr int kLaneRows = -3;   // a lane per matrix: every row in one lane (real types, n <= 8; lu_launch.cuh)
 constexpr int kMediumRows = -5; // the shared-memory kernels (medium_lu.cuh; what runs at 32 < n <= 64) at n <= 32

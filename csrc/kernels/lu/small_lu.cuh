@@ -255,7 +255,7 @@ TI_DEVICE WarpMatrices warp_matrices(int64_t batch, int groups) {
 template <typename T, int N, int R = 1>
 struct Geometry {
   static_assert(N >= 1 && N <= 32, "small LU kernels cover 1 <= n <= 32");
-  static_assert(R == 1 || R == 2 || R == 4 || R == N, "1, 2 or 4 rows per lane, or the whole matrix");
+  static_assert((R >= 1 && R <= 4) || R == N, "1 to 4 rows per lane, or the whole matrix");
   static constexpr int G = next_pow2((N + R - 1) / R); // lanes per matrix
   static constexpr int kGroups = kWarpSize / G;        // matrices per warp
   static constexpr int S = (N % 2) ? N : N + 1;        // odd tile row stride: conflict-free row reads
@@ -1254,6 +1254,8 @@ TI_LU_INSTANTIATE_ROWS(float, 13, 2)
 TI_LU_INSTANTIATE_ROWS(float, 32, 4)
 TI_LU_INSTANTIATE_ROWS(double, 9, 4)
 TI_LU_INSTANTIATE_ROWS(double, 24, 2)
+TI_LU_INSTANTIATE_ROWS(double, 20, 3)
+TI_LU_INSTANTIATE_ROWS(float, 11, 3)
 template __global__ void split_inverse_kernel<double, 32, 2>(const double*, double*, int32_t*, int64_t);
 template __global__ void split_inverse_kernel<float, 25, 2>(const float*, float*, int32_t*, int64_t);
 template __global__ void one_by_one_kernel<float, 1>(const float*, float*, int32_t*, int32_t*, int64_t);

@@ -16,7 +16,7 @@ namespace torch_inplace {
 namespace lu_cuda {
 
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
-// `rows`: rows per lane (1, 2 or 4), lu::kLaneRows (-3, ops/lu_common.h: a lane per matrix) or, for the inverse,
+// `rows`: rows per lane (1 to 4), lu::kLaneRows (-3, ops/lu_common.h: a lane per matrix) or, for the inverse,
 // lu::kSplitRows (-2: rows split into two column parts); a code the (T, n) has no kernel for falls back to 1
 // (rows_supported, lane_supported, SplitGeometry::kSupported).
 template <typename T, int N>
@@ -74,11 +74,17 @@ static int clamp_warps(int warps) {
 }
 
 // Several rows per lane only for real types (the issue's targets; complex keeps one row per lane to bound build
-// time), with the rows' registers within 512 bytes per lane and fewer than half the slots padding: R < 2n. With
-// R >= n (n <= 4) one lane holds a whole matrix (G = 1): the pivot row stays in its registers.
+// time), with the rows' registers within 512 bytes per lane (576 for four rows: float64 n = 17, 18) and fewer than
+// half the slots padding: R < 2n. With R >= n (n <= 4) one lane holds a whole matrix (G = 1): the pivot row stays in
+// its registers. Three or four rows per lane put four float64 matrices of n = 17..21 in a warp (groups of 8 lanes),
+// where two rows leave two (groups of 16): H200, GPU time (tune_lu.py), inverse n = 17 / 18 / 19 / 21 1.19 / 1.09 /
+// 1.05 / 1.12x the best one- or two-row configuration; n = 20 0.97x (198 registers a lane: 10 warps per SM). H100,
+// the tuned table against the previous one in one run (lu_table_ab.py, GPU time, the same bits): float64 inverse
+// n = 17..21 1.17 / 1.07 / 1.03 / 1.02 / 1.09x, LU n = 17 1.10x.
 template <typename T, int N, int R>
 constexpr bool rows_supported() {
-  return R == 1 || (std::is_floating_point<T>::value && R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512);
+  return R == 1 || (std::is_floating_point<T>::value && R < 2 * N &&
+                    R * N * static_cast<int>(sizeof(T)) <= (R == 4 ? 576 : 512));
 }
 // lu::kLaneRows: every row of a matrix in one lane (R = n, G = 1) for real types with 2 <= n <= 8.
 template <typename T, int N>
@@ -187,6 +193,9 @@ void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, 
     if constexpr (rows_supported<T, N, 4>()) {
       if (rows == 4) return launch_lu_rows<T, N, 4>(in, lu, ipiv, info, batch, warps, stream);
     }
+    if constexpr (rows_supported<T, N, 3>()) {
+      if (rows == 3) return launch_lu_rows<T, N, 3>(in, lu, ipiv, info, batch, warps, stream);
+    }
     if constexpr (rows_supported<T, N, 2>()) {
       if (rows == 2) return launch_lu_rows<T, N, 2>(in, lu, ipiv, info, batch, warps, stream);
     }
@@ -241,6 +250,9 @@ void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps
     }
     if constexpr (rows_supported<T, N, 4>()) {
       if (rows == 4) return launch_inverse_rows<T, N, 4>(in, out, info, batch, warps, stream);
+    }
+    if constexpr (rows_supported<T, N, 3>()) {
+      if (rows == 3) return launch_inverse_rows<T, N, 3>(in, out, info, batch, warps, stream);
     }
     if constexpr (rows_supported<T, N, 2>()) {
       if (rows == 2) return launch_inverse_rows<T, N, 2>(in, out, info, batch, warps, stream);
