@@ -80,16 +80,21 @@ __global__ void sleep_kernel(long long cycles) {
   }
 }
 
-// Median microseconds of one call queued behind a sleep kernel (the GPU's time alone, launch included: what small
-// kernels cost inside a stream of work), over `reps` calls after `warmup`.
+// Median microseconds of one call over `reps` calls after `warmup`: queued behind a sleep kernel (the GPU's time
+// alone, launch included: what small kernels cost inside a stream of work), or, with queued = false, each call on an
+// idle GPU (the host's cost of issuing it included, as bench_transpose.py's per-call figure).
 template <typename F>
-double time_us_queued(F&& launch, int reps = 21, int warmup = 2, long long sleep_cycles = 400000) {
+double time_us_median(F&& launch, bool queued, int reps = 21, int warmup = 2, long long sleep_cycles = 400000) {
   cudaEvent_t s, e;
   CK(cudaEventCreate(&s));
   CK(cudaEventCreate(&e));
   std::vector<float> t;
   for (int r = 0; r < reps + warmup; ++r) {
-    sleep_kernel<<<1, 1>>>(sleep_cycles);
+    if (queued) {
+      sleep_kernel<<<1, 1>>>(sleep_cycles);
+    } else {
+      CK(cudaDeviceSynchronize());
+    }
     CK(cudaEventRecord(s));
     launch();
     CK(cudaEventRecord(e));
@@ -102,4 +107,9 @@ double time_us_queued(F&& launch, int reps = 21, int warmup = 2, long long sleep
   CK(cudaEventDestroy(s));
   CK(cudaEventDestroy(e));
   return t[t.size() / 2];
+}
+
+template <typename F>
+double time_us_queued(F&& launch, int reps = 21, int warmup = 2, long long sleep_cycles = 400000) {
+  return time_us_median(launch, true, reps, warmup, sleep_cycles);
 }
