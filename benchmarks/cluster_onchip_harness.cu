@@ -58,28 +58,18 @@ __device__ float gather(cg::cluster_group& cl, float* sm, int o, int R, int C, i
 
 // In place: the R x C matrix `data` (row-major, 4-byte elements) becomes C x R. Block b of the cluster stages
 // elements [b * chunk, (b + 1) * chunk) in its shared memory; after the cluster barrier it writes the same range of the
-// result, gathering each element from the shared memory of the block that holds it.
+// result, gathering each element from the shared memory of the block that holds it: one element per store, or
+// (kVec4) four consecutive results per 16-byte store, the tail element by element.
+template <bool kVec4>
 __global__ void __launch_bounds__(1024) cluster_transpose(float* data, int R, int C, int chunk) {
   extern __shared__ __align__(16) float sm[];
   cg::cluster_group cl = cg::this_cluster();
   const ClusterShare sh = stage_share(data, sm, R * C, chunk, static_cast<int>(cl.block_rank()));
   cl.sync();
   const float inv_r = 1.0f / static_cast<float>(R), inv_chunk = 1.0f / static_cast<float>(chunk);
-  for (int o = sh.lo + threadIdx.x; o < sh.hi; o += blockDim.x) {
-    data[o] = gather(cl, sm, o, R, C, chunk, inv_r, inv_chunk);
-  }
-  cl.sync();  // no block leaves while others read its shared memory
-}
-
-// The same with each thread writing 4 consecutive results as one 16-byte store.
-__global__ void __launch_bounds__(1024) cluster_transpose_v4(float* data, int R, int C, int chunk) {
-  extern __shared__ __align__(16) float sm[];
-  cg::cluster_group cl = cg::this_cluster();
-  const ClusterShare sh = stage_share(data, sm, R * C, chunk, static_cast<int>(cl.block_rank()));
-  cl.sync();
-  const float inv_r = 1.0f / static_cast<float>(R), inv_chunk = 1.0f / static_cast<float>(chunk);
   auto get = [&](int o) { return gather(cl, sm, o, R, C, chunk, inv_r, inv_chunk); };
-  for (int q = threadIdx.x; q < sh.n4; q += blockDim.x) {
+  const int nv = kVec4 ? sh.n4 : 0;
+  for (int q = threadIdx.x; q < nv; q += blockDim.x) {
     const int o = sh.lo + 4 * q;
     float4 v;
     v.x = get(o);
@@ -88,8 +78,8 @@ __global__ void __launch_bounds__(1024) cluster_transpose_v4(float* data, int R,
     v.w = get(o + 3);
     reinterpret_cast<float4*>(data + sh.lo)[q] = v;
   }
-  for (int o = sh.lo + sh.n4 * 4 + threadIdx.x; o < sh.hi; o += blockDim.x) data[o] = get(o);
-  cl.sync();
+  for (int o = sh.lo + nv * 4 + threadIdx.x; o < sh.hi; o += blockDim.x) data[o] = get(o);
+  cl.sync();  // no block leaves while others read its shared memory
 }
 
 // Out of place, one element per thread (reference for a plain transpose kernel's cost).
@@ -139,11 +129,11 @@ int main() {
   };
   auto clus = [&](int blocks) { launch_cluster(cluster_sync_kernel, blocks, 0); };
   CK(cudaFuncSetAttribute(cluster_sync_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  CK(cudaFuncSetAttribute(cluster_transpose, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  CK(cudaFuncSetAttribute(cluster_transpose_v4, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   const int max_smem = static_cast<int>(prop.sharedMemPerBlockOptin);
-  CK(cudaFuncSetAttribute(cluster_transpose, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
-  CK(cudaFuncSetAttribute(cluster_transpose_v4, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
+  for (auto k : {cluster_transpose<false>, cluster_transpose<true>}) {
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
+  }
   std::printf("%-40s %9s %9s\n", "fixed cost", "queued", "single");
   auto row = [&](const char* name, auto&& fn) {
     const double q = time_us_queued(fn), s = time_us_single(fn);
@@ -189,7 +179,7 @@ int main() {
     const int smem = chunk * 4;
     double res[4][2];
     for (int v = 0; v < 2; ++v) {
-      auto kernel = v == 0 ? cluster_transpose : cluster_transpose_v4;
+      auto kernel = v == 0 ? cluster_transpose<false> : cluster_transpose<true>;
       CK(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
       launch_cluster(kernel, blocks, smem, d, R, C, chunk);
       CK(cudaDeviceSynchronize());
