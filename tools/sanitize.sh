@@ -7,7 +7,8 @@
 # Usage (on a GPU machine, after building in place): tools/sanitize.sh [memcheck|racecheck|all]
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
 # swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel and the register stash;
-# =lu: only the small LU / inverse kernels.)
+# =lu: only the small LU / inverse kernels; TI_SANITIZE_LU_ROWS=3,4: of those, only the one-row kernel and the
+# rows-per-lane variants listed.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -164,13 +165,17 @@ if parts in ("transpose", "tiled"):
 import torch_inplace.linalg as TL
 # (float32 n = 4, 8, 12, 14, float64 n = 2, 6, 14 and complex64 n = 6: the unit tile.)
 lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 20, 24, 32)] + \
-           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 19, 21, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 19, 21, 23, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
+# TI_SANITIZE_LU_ROWS=3,4: only those rows-per-lane variants, after the one-row kernel they are checked against.
+lu_configs = [(1, 1), (8, 1), (1, 2), (8, 2), (1, 3), (8, 3), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3), (8, -3)]
+if os.environ.get("TI_SANITIZE_LU_ROWS"):
+    keep = {int(v) for v in os.environ["TI_SANITIZE_LU_ROWS"].split(",")}
+    lu_configs = [(1, 1)] + [(w, r) for w, r in lu_configs if r in keep and (w, r) != (1, 1)]
 for dtype, n in lu_cases:
     A = torch.randn(77, n, n, dtype=dtype, device="cuda") + n * torch.eye(n, dtype=dtype, device="cuda")
     ref = None
-    for warps, rows in ((1, 1), (8, 1), (1, 2), (8, 2), (1, 3), (8, 3), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3),
-                        (8, -3)):
+    for warps, rows in lu_configs:
         # -2: split rows, -3: a lane per matrix
         for kind in ("lu", "inverse"):
             torch.ops.inplace._small_lu_tuning(kind, dtype, n, warps, 1 if (kind == "lu" and rows == -2) else rows)
