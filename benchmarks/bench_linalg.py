@@ -145,6 +145,9 @@ def run(args):
                 del Xc
                 r["cupy_inv_ms"] = bench(lambda: cupy.linalg.inv(Ac), reps)
                 del Ac
+                # CuPy's pool keeps what it allocated (about 50 GB by complex128 n = 15 on an 80 GB H100: the
+                # next torch allocation ran out of memory); give it back before torch's measurements.
+                cupy.get_default_memory_pool().free_all_blocks()
             # ---- in-place inverse (refill outside the timed region) ----
             W = torch.empty_like(A)
             r["ours_inverse__ms"] = bench(lambda: TL.inverse_(W), reps, setup=lambda: W.copy_(A))

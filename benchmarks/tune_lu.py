@@ -37,14 +37,14 @@ TABLES = (("lu", "kLuWarps", "kLuRows"), ("inverse", "kInvWarps", "kInvRows"))
 
 
 def rows_supported(dname, n, r, kind):
-    """Mirror of lu_launch.cuh's rows_supported (real types, r < 2n, r * n * sizeof <= 512 bytes, 576 for r >= 3) and of
+    """Mirror of lu_launch.cuh's rows_supported (real types, r < 2n, r * n * sizeof <= 512 bytes, 576 for r = 4) and of
     SplitGeometry::kSupported (the inverse of real types with n > 16 on 32-lane warps)."""
     size = {"float32": 4, "float64": 8}.get(dname)
     if r == SPLIT:
         return kind == "inverse" and size is not None and n > 16
     if r == LANE:  # lane_supported
         return size is not None and 2 <= n <= 8
-    return r == 1 or (size is not None and r < 2 * n and r * n * size <= (576 if r >= 3 else 512))
+    return r == 1 or (size is not None and r < 2 * n and r * n * size <= (576 if r == 4 else 512))
 
 
 def time_ms(fn, reps):
