@@ -82,7 +82,7 @@ static int clamp_warps(int warps) {
 // the tuned table against the previous one in one run (lu_table_ab.py, GPU time, the same bits): float64 inverse
 // n = 17..21 1.17 / 1.07 / 1.03 / 1.02 / 1.09x, LU n = 17 1.10x.
 // Tried and not kept: three rows within 576 bytes (float64 n = 22..24; no spills, 216 / 255 registers for the
-// inverse of n = 23 / 24). H100, tune_lu.py: the inverse 2.1 / 2.3 / 2.8x slower than one row at n = 22 / 23 / 24
+// inverse of n = 23 / 24). H100, tune_lu.py: the inverse 2.1 / 2.3 / 2.9x slower than one row at n = 22 / 23 / 24
 // (3.13 / 3.67 / 4.91 ms against 1.49 / 1.62 / 1.67); the fully unrolled kernel grows from 133 KB of code (n = 21)
 // to 155 / 182 KB (n = 23 / 24), likely past what the SM's instruction caches hold. LU n = 23 0.99x in the same-run
 // A/B. (benchmarks/results/NVIDIA_H100_80GB_HBM3/history_rows3_576.log)
