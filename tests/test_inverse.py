@@ -33,6 +33,32 @@ def test_every_n_matches_linalg(device, dtype):
         assert ratio <= 30, f"n={n} {dtype}: residual ratio {ratio}"
 
 
+def bits(t):
+    """The tensor's bits as integers (NaN-safe equality)."""
+    t = torch.view_as_real(t) if t.is_complex() else t
+    return t.contiguous().view(torch.int32 if t.element_size() == 4 else torch.int64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_without_info_same_bits(device, dtype):
+    # batched_inverse and inverse_ return no info, and on GPUs their kernels write none: the same bits as
+    # batched_inverse_ex, for every kernel (n = 1 elementwise, the register kernels, the shared-memory ones past 32),
+    # aligned or not (A[1:] starts n * n elements in), with singular matrices among them.
+    for n in list(range(1, 34)) + [40, 64]:
+        A = well_conditioned((67,), n, dtype, device, seed=n)
+        A[3] = 0
+        A[5, :, 0] = 0
+        for M in (A, A[1:]):
+            X, info = TL.batched_inverse_ex(M)
+            s3, s5 = (3, 5) if M is A else (2, 4)
+            assert int(info[s3]) == 1 and int(info[s5]) == 1 and int(info[0]) == 0, n
+            assert torch.equal(bits(TL.batched_inverse(M)), bits(X)), f"batched_inverse n={n}"
+            B = M.clone()
+            TL.inverse_(B)
+            assert torch.equal(bits(B), bits(X)), f"inverse_ n={n}"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_n_above_32(device):
     # CUDA: 33..64 run the shared-memory kernels (medium_lu.cuh), past 64 torch.linalg; CPU: one implementation.

@@ -117,7 +117,8 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
 
 def batched_inverse(A: torch.Tensor) -> torch.Tensor:
     """Inverse of every matrix in ``A`` ``(*, n, n)``, as ``torch.linalg.inv``, without the singularity check
-    (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them)."""
+    (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them). On GPUs it writes no ``info``
+    (a third of the bytes moved at ``n = 1``); the inverse has the same bits as :func:`batched_inverse_ex`'s."""
     if torch.jit.is_scripting():
         return torch.ops.inplace.batched_inverse(A)
     return _batched_inverse(A)

@@ -1,7 +1,8 @@
 // Schemas and C++ entry points of the small batched LU and inverse ops (namespace `inplace`).
 //
-// lu_factor_ex and batched_inverse_ex are the kernels (CPU, CUDA/HIP, Meta, Autograd); lu_factor and
-// batched_inverse are CompositeImplicitAutograd wrappers that drop `info`. Unlike torch.linalg.lu_factor and
+// lu_factor_ex, batched_inverse_ex and batched_inverse are the kernels (CPU, CUDA/HIP, Meta, Autograd):
+// batched_inverse has its own so that no `info` is written on GPUs; lu_factor is a CompositeImplicitAutograd
+// wrapper of lu_factor_ex that drops `info`. Unlike torch.linalg.lu_factor and
 // torch.linalg.inv they do not raise on singular input, because raising needs a host sync: call the _ex form
 // with check_errors=True for that. lu_factor_ and inverse_ overwrite a contiguous A.
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -126,11 +127,6 @@ std::tuple<at::Tensor, at::Tensor> lu_factor_composite(const at::Tensor& A) {
   return {LU, pivots};
 }
 
-at::Tensor batched_inverse_composite(const at::Tensor& A) {
-  lu::check_input(A, "batched_inverse", /*inplace=*/false);
-  return std::get<0>(torch_inplace::batched_inverse_ex(A, /*check_errors=*/false));
-}
-
 // lu_factor_ on a conjugate or negative view. PyTorch's math-bit fallback materializes such an input for an in-place
 // op and writes it back, but asserts when the op returns another tensor than the one it mutates (lu_factor_ returns
 // the pivots). So this kernel does the same itself, as the fallback does for inverse_: factor a resolved copy, then
@@ -217,7 +213,6 @@ TORCH_LIBRARY_IMPL(inplace, Negative, m) { m.impl("lu_factor_", &lu_factor__math
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("lu_factor", &lu_factor_composite);
-  m.impl("batched_inverse", &batched_inverse_composite);
   m.impl("inverse_", &inverse__composite);
 }
 

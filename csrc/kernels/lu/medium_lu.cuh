@@ -151,7 +151,8 @@ __global__ void __launch_bounds__(kMediumThreads) medium_lu_kernel(const T* in, 
   }
 }
 
-// Inverse (getrf + getri semantics, info as getrf's). Same launch as medium_lu_kernel.
+// Inverse (getrf + getri semantics, info as getrf's, not written where `info` is null). Same launch as
+// medium_lu_kernel.
 template <typename T>
 __global__ void __launch_bounds__(kMediumThreads) medium_inverse_kernel(const T* in, T* out, int32_t* info,
                                                                         int64_t batch, int n) {
@@ -214,7 +215,7 @@ __global__ void __launch_bounds__(kMediumThreads) medium_inverse_kernel(const T*
         perm[k] = perm[q];
         perm[q] = t;
       }
-      info[mtx] = my_info;
+      if (info != nullptr) info[mtx] = my_info;
     }
     __syncthreads();
     for (int r = warp; r < n; r += warps) {

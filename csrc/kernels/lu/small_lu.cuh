@@ -881,7 +881,8 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
   });
 }
 
-// Inverse (getrf + getri semantics; info as getrf's). `in` may equal `out`. Same launch as small_lu_kernel.
+// Inverse (getrf + getri semantics; info as getrf's, or not written where `info` is null: batched_inverse and
+// inverse_ return none). `in` may equal `out`. Same launch as small_lu_kernel.
 template <typename T, int N, int R = 1>
 __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch,
                                                             bool prefetch) {
@@ -1000,7 +1001,7 @@ __global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out,
     }
     warp_sync();
     stage_out<T, N, R>(out + m0 * (N * N), sm.tile, valid, ln);
-    if (g < nmat && i == 0) info[m0 + g] = my_info;
+    if (info != nullptr && g < nmat && i == 0) info[m0 + g] = my_info;
   });
 }
 
@@ -1015,7 +1016,8 @@ struct alignas(4 * K) Int32s {
 // 1 * recip(a), the very operations of small_inverse_kernel at n = 1 (the pivot slot set to one, then scaled by the
 // pivot's reciprocal), so the results are the same bit for bit. info = 1 where the pivot is exactly zero: the
 // pivot key of pivot_search is below 64 exactly when abs1(a) == 0 (a NaN is no zero pivot).
-// Launch: any grid of whole warps; `out` may equal `in`; `ipiv` only for Kind 0.
+// Launch: any grid of whole warps; `out` may equal `in`; `ipiv` only for Kind 0; `info` may be null for Kind 1 (not
+// written).
 template <typename T, int Kind>
 __global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, int32_t* ipiv, int32_t* info,
                                                          int64_t batch) {
@@ -1042,7 +1044,7 @@ __global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, in
         p.v[v] = 1;
       }
       reinterpret_cast<Chunk<T>*>(out)[t] = x;
-      reinterpret_cast<Ints*>(info)[t] = f;
+      if (info != nullptr) reinterpret_cast<Ints*>(info)[t] = f;
       if (Kind == 0) reinterpret_cast<Ints*>(ipiv)[t] = p;
     } else {
       for (int64_t e = e0; e < e0 + kV && e < batch; ++e) {
@@ -1050,7 +1052,7 @@ __global__ void __launch_bounds__(256) one_by_one_kernel(const T* in, T* out, in
         int32_t f;
         one(in[e], x, f);
         out[e] = x;
-        info[e] = f;
+        if (info != nullptr) info[e] = f;
         if (Kind == 0) ipiv[e] = 1;
       }
     }
@@ -1221,7 +1223,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
   }
   warp_sync();
   store_tile<T, N, N * S, 1, 1, S, true>(out + m * (N * N), sm.tile, N * N, lane);
-  if (lane == 0) info[m] = my_info;
+  if (info != nullptr && lane == 0) info[m] = my_info;
 }
 
 

@@ -48,6 +48,14 @@ std::tuple<at::Tensor, at::Tensor> inverse_ex_below(const at::Tensor& A, bool ch
   return op.call(A, check_errors);
 }
 
+at::Tensor inverse_below(const at::Tensor& A) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::batched_inverse", "")
+                       .typed<at::Tensor(const at::Tensor&)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(A);
+}
+
 void inverse_data_below(at::Tensor& A) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("inplace::_inverse_data_", "")
@@ -84,6 +92,20 @@ class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
     const at::Tensor X = ctx->get_saved_variables()[0];
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
     return {inverse_backward(X, grads[0]), at::Tensor()};
+  }
+};
+
+class BatchedInverse : public torch::autograd::Function<BatchedInverse> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& A) {
+    at::Tensor X = inverse_below(A);
+    ctx->save_for_backward({X});
+    return {X};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor X = ctx->get_saved_variables()[0];
+    if (!grads[0].defined()) return {at::Tensor()};
+    return {inverse_backward(X, grads[0])};
   }
 };
 
@@ -142,6 +164,12 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor&
   return {r[0], r[1]};
 }
 
+at::Tensor batched_inverse_autograd(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  if (!records_autograd(A)) return inverse_below(A);
+  return BatchedInverse::apply(A)[0];
+}
+
 void inverse_data_autograd(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   check_inplace_autograd(A);
@@ -175,6 +203,7 @@ at::Tensor lu_factor__autograd(at::Tensor& A) {
 
 TORCH_LIBRARY_IMPL(inplace, Autograd, m) {
   m.impl("batched_inverse_ex", &batched_inverse_ex_autograd);
+  m.impl("batched_inverse", &batched_inverse_autograd);
   m.impl("_inverse_data_", &inverse_data_autograd);
   m.impl("lu_factor_ex", &lu_factor_ex_autograd);
   m.impl("lu_factor_", &lu_factor__autograd);

@@ -1,4 +1,4 @@
-// CPU kernels of lu_factor_ex, lu_factor_, batched_inverse_ex and inverse_: LAPACK getf2-style LU with partial
+// CPU kernels of lu_factor_ex, lu_factor_, batched_inverse_ex, batched_inverse and inverse_: LAPACK getf2-style LU with partial
 // pivoting (row-major, first maximum of |x| or |re| + |im| as in i?amax), getri-style inverse from the factors;
 // at::parallel_for over the batch, one matrix per task.
 #include <ATen/Dispatch.h>
@@ -160,6 +160,11 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cpu(const at::Tensor& A, b
   return {X, info};
 }
 
+at::Tensor batched_inverse_cpu(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  return std::get<0>(batched_inverse_ex_cpu(A, /*check_errors=*/false));
+}
+
 void inverse_data_cpu(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true);
   at::Tensor info = new_info(A);
@@ -178,6 +183,7 @@ TORCH_LIBRARY_IMPL(inplace, CPU, m) {
   m.impl("lu_factor_ex", &lu_factor_ex_cpu);
   m.impl("lu_factor_", &lu_factor__cpu);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cpu);
+  m.impl("batched_inverse", &batched_inverse_cpu);
   m.impl("_inverse_data_", &inverse_data_cpu);
 }
 

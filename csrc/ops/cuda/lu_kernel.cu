@@ -1,4 +1,4 @@
-// CUDA/HIP kernels of lu_factor_ex, lu_factor_, batched_inverse_ex and inverse_.
+// CUDA/HIP kernels of lu_factor_ex, lu_factor_, batched_inverse_ex, batched_inverse and inverse_.
 //
 // n <= 32: the register kernels of kernels/lu/small_lu.cuh (paper 001), n a template parameter, warps per block
 // from lu_tuning.h (benchmarks/tune_lu.py). 32 < n <= 64: the shared-memory kernels of kernels/lu/medium_lu.cuh
@@ -118,7 +118,9 @@ void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Ten
   }
 }
 
-void small_inverse(const at::Tensor& in, at::Tensor& out, at::Tensor& info) {
+// info undefined: the kernels write none (batched_inverse and inverse_ return none; at n = 1 that is a third of
+// the bytes moved).
+void small_inverse(const at::Tensor& in, at::Tensor& out, const at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
   if (batch == 0 || n == 0) return;
   // The tuning tables cover the register kernels (n <= 32); past them the medium kernels take no tuning.
@@ -127,7 +129,7 @@ void small_inverse(const at::Tensor& in, at::Tensor& out, at::Tensor& info) {
   cudaStream_t s = at::cuda::getCurrentCUDAStream();
   const void* i = in.const_data_ptr();
   void* o = out.data_ptr();
-  int32_t* f = info.data_ptr<int32_t>();
+  int32_t* f = info.defined() ? info.data_ptr<int32_t>() : nullptr;
   switch (in.scalar_type()) {
     case at::kFloat: return run_inverse<float>(i, o, f, batch, n, w, r, s);
     case at::kDouble: return run_inverse<double>(i, o, f, batch, n, w, r, s);
@@ -202,6 +204,16 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   return {X, info};
 }
 
+at::Tensor batched_inverse_cuda(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  c10::cuda::CUDAGuard guard(A.device());
+  if (A.size(-1) > kMaxMediumN) return std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false));
+  const at::Tensor in = kernel_input(A);
+  at::Tensor X = at::empty(A.sizes(), A.options());
+  small_inverse(in, X, /*info=*/at::Tensor());
+  return X;
+}
+
 void inverse_data_cuda(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
@@ -209,8 +221,7 @@ void inverse_data_cuda(at::Tensor& A) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));
     return;
   }
-  at::Tensor info = new_info(A);
-  small_inverse(A, A, info);
+  small_inverse(A, A, /*info=*/at::Tensor());
 }
 
 // grad_A = -X^H G X^H: the fused kernel for n <= 32 where two rows fit in registers, else two GEMMs.
@@ -242,6 +253,7 @@ TORCH_LIBRARY_IMPL(inplace, CUDA, m) {
   m.impl("lu_factor_ex", &lu_factor_ex_cuda);
   m.impl("lu_factor_", &lu_factor__cuda);
   m.impl("batched_inverse_ex", &batched_inverse_ex_cuda);
+  m.impl("batched_inverse", &batched_inverse_cuda);
   m.impl("_inverse_data_", &inverse_data_cuda);
 }
 

@@ -38,6 +38,11 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_meta(const at::Tensor& A, 
   return {at::empty_symint(A.sym_sizes(), A.options()), meta_info(A)};
 }
 
+at::Tensor batched_inverse_meta(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  return at::empty_symint(A.sym_sizes(), A.options());
+}
+
 void inverse_data_meta(at::Tensor& A) { lu::check_input(A, "inverse_", /*inplace=*/true); }
 
 at::Tensor inverse_backward_meta(const at::Tensor& X, const at::Tensor& grad) {
@@ -52,6 +57,7 @@ TORCH_LIBRARY_IMPL(inplace, Meta, m) {
   m.impl("lu_factor_ex", &lu_factor_ex_meta);
   m.impl("lu_factor_", &lu_factor__meta);
   m.impl("batched_inverse_ex", &batched_inverse_ex_meta);
+  m.impl("batched_inverse", &batched_inverse_meta);
   m.impl("_inverse_data_", &inverse_data_meta);
 }
 
