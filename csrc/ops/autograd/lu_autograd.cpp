@@ -80,6 +80,13 @@ at::Tensor lu_factor__below(at::Tensor& A) {
   return op.call(A);
 }
 
+// The inverse Functions' backward: grad_A from the X they saved (none where X's gradient is undefined).
+at::Tensor saved_inverse_grad(AutogradContext* ctx, const at::Tensor& G) {
+  const at::Tensor X = ctx->get_saved_variables()[0];  // unpacked first: checks X was not modified since
+  if (!G.defined()) return at::Tensor();
+  return inverse_backward(X, G);
+}
+
 class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& A, bool check_errors) {
@@ -89,9 +96,7 @@ class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
     return {X, info};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor X = ctx->get_saved_variables()[0];
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
-    return {inverse_backward(X, grads[0]), at::Tensor()};
+    return {saved_inverse_grad(ctx, grads[0]), at::Tensor()};
   }
 };
 
@@ -103,9 +108,7 @@ class BatchedInverse : public torch::autograd::Function<BatchedInverse> {
     return {X};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor X = ctx->get_saved_variables()[0];
-    if (!grads[0].defined()) return {at::Tensor()};
-    return {inverse_backward(X, grads[0])};
+    return {saved_inverse_grad(ctx, grads[0])};
   }
 };
 
@@ -118,9 +121,7 @@ class InverseInplace : public torch::autograd::Function<InverseInplace> {
     return {A};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor X = ctx->get_saved_variables()[0];
-    if (!grads[0].defined()) return {at::Tensor()};
-    return {inverse_backward(X, grads[0])};
+    return {saved_inverse_grad(ctx, grads[0])};
   }
 };
 
