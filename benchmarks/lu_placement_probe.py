@@ -8,17 +8,14 @@ the out-of-place inverse, the in-place one, a plain copy A -> Y and lu_factor, G
     PYTHONPATH=$PWD python benchmarks/lu_placement_probe.py      (TRIALS=24 SEED=0 by default)
 """
 import os, random, statistics, sys, torch
-sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch_inplace.linalg as TL
+from bench_linalg import bench  # this script's folder is on sys.path
+
 
 def t(fn, reps=5):
-    ts = []
-    for _ in range(reps + 1):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(2_000_000)
-        s.record(); fn(); e.record(); e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts[1:]) * 1000
+    """Median us of fn(), GPU time queued behind a sleep kernel."""
+    return bench(fn, reps, queued=True) * 1000
 
 rng = random.Random(int(os.environ.get("SEED", "0")))
 for dtype, n, B in [(torch.float32, 6, 1 << 20), (torch.float32, 2, 1 << 20), (torch.float32, 16, 1 << 20),

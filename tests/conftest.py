@@ -54,6 +54,16 @@ needs_cuda = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA/ROCm device")
 LINALG_DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, needs_cuda])]
 
 
+def same_bits(a, b):
+    """Bitwise equality (NaN payloads, inf and signed zeros included); complex as its real and imaginary parts."""
+    a, b = (torch.view_as_real(t) if t.is_complex() else t for t in (a, b))
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    as_int = {4: torch.int32, 8: torch.int64}
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.contiguous().view(as_int[a.element_size()]),
+                                                                      b.contiguous().view(as_int[b.element_size()]))
+
+
 def well_conditioned(batch, n, dtype, device, seed=0):
     """randn + sqrt(2n) I with rows permuted, so partial pivoting must swap rows (and is exercised at every
     step), with well separated pivots on average."""

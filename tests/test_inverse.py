@@ -4,7 +4,7 @@ import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
-from conftest import LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, needs_cuda, well_conditioned
+from conftest import LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, needs_cuda, same_bits, well_conditioned
 
 
 
@@ -33,12 +33,6 @@ def test_every_n_matches_linalg(device, dtype):
         assert ratio <= 30, f"n={n} {dtype}: residual ratio {ratio}"
 
 
-def bits(t):
-    """The tensor's bits as integers (NaN-safe equality)."""
-    t = torch.view_as_real(t) if t.is_complex() else t
-    return t.contiguous().view(torch.int32 if t.element_size() == 4 else torch.int64)
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_without_info_same_bits(device, dtype):
@@ -53,10 +47,10 @@ def test_without_info_same_bits(device, dtype):
             X, info = TL.batched_inverse_ex(M)
             s3, s5 = (3, 5) if M is A else (2, 4)
             assert int(info[s3]) == 1 and int(info[s5]) == 1 and int(info[0]) == 0, n
-            assert torch.equal(bits(TL.batched_inverse(M)), bits(X)), f"batched_inverse n={n}"
+            assert same_bits(TL.batched_inverse(M), X), f"batched_inverse n={n}"
             B = M.clone()
             TL.inverse_(B)
-            assert torch.equal(bits(B), bits(X)), f"inverse_ n={n}"
+            assert same_bits(B, X), f"inverse_ n={n}"
 
 
 @pytest.mark.parametrize("device", DEVICES)

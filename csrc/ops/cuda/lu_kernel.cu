@@ -188,6 +188,13 @@ at::Tensor lu_factor__cuda(at::Tensor& A) {
   return pivots;
 }
 
+// The out-of-place inverse of n <= kMaxMediumN by the small / medium kernels, `info` written where defined.
+at::Tensor inverse_out_of_place(const at::Tensor& A, const at::Tensor& info) {
+  at::Tensor X = at::empty(A.sizes(), A.options());
+  small_inverse(kernel_input(A), X, info);
+  return X;
+}
+
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
@@ -195,10 +202,8 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   if (A.size(-1) > kMaxMediumN) {
     std::tie(X, info) = at::linalg_inv_ex(A, /*check_errors=*/false);
   } else {
-    const at::Tensor in = kernel_input(A);
-    X = at::empty(A.sizes(), A.options());
     info = new_info(A);
-    small_inverse(in, X, info);
+    X = inverse_out_of_place(A, info);
   }
   if (check_errors) lu::check_info(info, "inplace.batched_inverse_ex", A.dim() == 2);
   return {X, info};
@@ -208,10 +213,7 @@ at::Tensor batched_inverse_cuda(const at::Tensor& A) {
   lu::check_input(A, "batched_inverse", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   if (A.size(-1) > kMaxMediumN) return std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false));
-  const at::Tensor in = kernel_input(A);
-  at::Tensor X = at::empty(A.sizes(), A.options());
-  small_inverse(in, X, /*info=*/at::Tensor());
-  return X;
+  return inverse_out_of_place(A, /*info=*/at::Tensor());
 }
 
 void inverse_data_cuda(at::Tensor& A) {
