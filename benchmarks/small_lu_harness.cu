@@ -86,6 +86,10 @@ void run_rows(const Buffers& b, double gbps) {
         int w = w0;
         while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;
         if (w != w0) continue;  // the launcher would clamp it: the same as a smaller count
+#ifdef TI_LU_REG_BOUNDS  // the kernels' launch bounds: at most 4 warps a block under a 64- or 72-register bound
+        const int regs = kind == 0 ? lu::lu_reg_bound<T, N, R, 0>() : lu::lu_reg_bound<T, N, R, 1>();
+        if (w * 32 > lu::lu_bound_threads(regs)) continue;
+#endif
         const int smem = w * Geo::kWarpSmemBytes;
         const bool persistent = lu::lu_persistent<T, N, R>();
         const T* a = static_cast<const T*>(b.a);

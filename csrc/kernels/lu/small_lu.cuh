@@ -717,6 +717,35 @@ TI_DEVICE void swap_positions(const bool (&is_piv)[R], int (&pos)[R], int k, int
   }
 }
 
+// Registers a lane of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1) may take (0: no bound but the
+// 256-thread one), as CUDA launch bounds: 80 = 3 blocks of 256 threads per SM, 72 = 7 blocks of 128, 64 = 8 of 128
+// (blocks of at most 4 warps there: lu_bound_threads, which the launcher's clamp_warps honours). Only float64 with a
+// row per lane, one matrix per warp, where ptxas otherwise takes 66-102 registers: fewer registers let more warps
+// share an SM (at 81-88 registers two blocks of 8 warps fit, at 80 three, and the inverse's 8-warp blocks run fastest
+// there), at the cost of a few spills at most (LU n = 31: 280 bytes). Each bound was picked from A/B runs of 80, 72
+// and 64 registers against none; the table against HEAD's unbounded kernels (H100, small_lu_harness.cu through
+// tools/lu_ab.sh, the same bits, best warp count against best; history_s30_lu_ab.log): inverse n = 23 / 25 1.036 /
+// 1.046x, LU n = 17-20 1.04-1.12x, 22 / 23 1.05 / 1.07x, 25 1.15x, 27 / 29 / 31 1.09 / 1.16 / 1.10x, the other
+// kernels 0.99-1.01x. The bounds ran slower elsewhere (the inverse at 72 registers from n = 24 on, 0.85-0.99x; at 64
+// 0.40-0.97x).
+#define TI_LU_REG_BOUNDS 1  // lu_reg_bound exists (benchmarks/small_lu_harness.cu builds against older versions too)
+template <typename T, int N, int R, int Kind>
+constexpr int lu_reg_bound() {
+  if (TI_HIP || !std::is_same<T, double>::value || R != 1) return 0;  // CUDA measurements: none on HIP
+  if (Kind == 1) return (N == 23 || N == 25) ? 80 : 0;
+  if (N >= 17 && N <= 20) return 64;
+  if (N == 22 || N == 23 || N == 25) return 72;
+  return (N == 27 || N == 29 || N == 31) ? 80 : 0;
+}
+constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
+constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
+// (HIP's second bound would mean waves per execution unit: the thread bound only there.)
+#if TI_HIP
+#define TI_LU_BOUNDS(regs) __launch_bounds__(lu_bound_threads(regs))
+#else
+#define TI_LU_BOUNDS(regs) __launch_bounds__(lu_bound_threads(regs), lu_bound_blocks(regs))
+#endif
+
 // Launch of the two kernels below: blockDim.x = warps * kWarpSize, dynamic shared memory
 // warps * Geometry<T, N, R>::kWarpSmemBytes. Warp w of the grid takes the batch's tiles (kGroups consecutive
 // matrices each) w, w + W, ... (W: the grid's warps). Where a tile fits TilePrefetch's registers (small n:
@@ -776,8 +805,8 @@ TI_DEVICE void for_each_tile(const T* in, int64_t batch, const WarpSmem<T, N, R>
 // pivot). `in` may equal `lu`. R rows per lane (R > 1 amortizes the broadcast row reads and the per-step pivot
 // work over more rows: fewer instructions per matrix). Launch: see lu_persistent.
 template <typename T, int N, int R = 1>
-__global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info,
-                                                       int64_t batch, bool prefetch) {
+__global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 0>()))
+    small_lu_kernel(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, bool prefetch) {
   using Geo = Geometry<T, N, R>;
   constexpr int G = Geo::G, TS = Geo::TS;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -884,8 +913,8 @@ __global__ void __launch_bounds__(256) small_lu_kernel(const T* in, T* lu, int32
 // Inverse (getrf + getri semantics; info as getrf's, or not written where `info` is null: batched_inverse and
 // inverse_ return none). `in` may equal `out`. Same launch as small_lu_kernel.
 template <typename T, int N, int R = 1>
-__global__ void __launch_bounds__(256) small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch,
-                                                            bool prefetch) {
+__global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
+    small_inverse_kernel(const T* in, T* out, int32_t* info, int64_t batch, bool prefetch) {
   using Geo = Geometry<T, N, R>;
   constexpr int G = Geo::G, TS = Geo::TS;
   // The pivot row by shuffles from the pivot lane rather than through shared memory (TI_LU_SHFL_BCAST).

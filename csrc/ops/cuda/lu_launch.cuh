@@ -65,10 +65,13 @@ int warp_smem_bytes() {
   return kernels::lu::Geometry<T, N>::kWarpSmemBytes;
 }
 
-template <typename T, int N, int R>
+// Warps per block of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1): 1 to 8, at most what the kernel's
+// launch bounds allow (kernels::lu::lu_reg_bound) and 48 KiB of shared memory per block.
+template <typename T, int N, int R, int Kind>
 static int clamp_warps(int warps) {
   using Geo = kernels::lu::Geometry<T, N, R>;
-  int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
+  constexpr int kMax = kernels::lu::lu_bound_threads(kernels::lu::lu_reg_bound<T, N, R, Kind>()) / kernels::kWarpSize;
+  int w = warps < 1 ? 1 : (warps > kMax ? kMax : warps);
   while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;
   return w;
 }
@@ -154,7 +157,7 @@ unsigned lu_grid(Kernel kernel, bool persistent, int64_t batch, int64_t per_bloc
 template <typename T, int N, int R, int Kind, typename Kernel, typename... Args>
 static void launch_small(Kernel kernel, int64_t batch, int warps, ti_stream_t stream, Args... args) {
   using Geo = kernels::lu::Geometry<T, N, R>;
-  const int w = clamp_warps<T, N, R>(warps);
+  const int w = clamp_warps<T, N, R, Kind>(warps);
   const int smem = w * Geo::kWarpSmemBytes;
   const unsigned blocks = lu_grid<KernelTag<T, N, R, Kind>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
                                                             static_cast<int64_t>(w) * Geo::kGroups, w, smem);
