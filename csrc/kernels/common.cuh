@@ -25,6 +25,14 @@
 
 #define TI_DEVICE __device__ __forceinline__
 
+// Launch bounds with a minimum of resident blocks per SM (CUDA's second bound; 0 asks for none). HIP, whose second
+// bound means waves per execution unit, gets the thread bound only.
+#if TI_HIP
+#define TI_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads)
+#else
+#define TI_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#endif
+
 namespace torch_inplace {
 namespace kernels {
 

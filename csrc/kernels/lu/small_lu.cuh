@@ -739,12 +739,7 @@ constexpr int lu_reg_bound() {
 }
 constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
 constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
-// (HIP's second bound would mean waves per execution unit: the thread bound only there.)
-#if TI_HIP
-#define TI_LU_BOUNDS(regs) __launch_bounds__(lu_bound_threads(regs))
-#else
-#define TI_LU_BOUNDS(regs) __launch_bounds__(lu_bound_threads(regs), lu_bound_blocks(regs))
-#endif
+#define TI_LU_BOUNDS(regs) TI_LAUNCH_BOUNDS(lu_bound_threads(regs), lu_bound_blocks(regs))
 
 // Launch of the two kernels below: blockDim.x = warps * kWarpSize, dynamic shared memory
 // warps * Geometry<T, N, R>::kWarpSmemBytes. Warp w of the grid takes the batch's tiles (kGroups consecutive

@@ -40,13 +40,8 @@ constexpr int kRowThreadsWide = 1024;
 
 // Launch bounds of the shared-memory row kernels (row_shuffle_smem_kernel, row_rotate_fused_kernel). kMinBlocks == 0:
 // blocks of up to kRowThreadsWide threads (one block per SM may take 64 registers a thread). kMinBlocks > 0: blocks of
-// at most kRowThreads threads, registers few enough that kMinBlocks of them share an SM (CUDA's min-blocks bound; 0
-// emits none; HIP, whose second bound means waves per execution unit, gets the thread bound only).
-#if TI_HIP
-#define TI_ROW_BOUNDS(kMin) __launch_bounds__((kMin) == 0 ? kRowThreadsWide : kRowThreads)
-#else
-#define TI_ROW_BOUNDS(kMin) __launch_bounds__((kMin) == 0 ? kRowThreadsWide : kRowThreads, (kMin))
-#endif
+// at most kRowThreads threads, registers few enough that kMinBlocks of them share an SM (TI_LAUNCH_BOUNDS).
+#define TI_ROW_BOUNDS(kMin) TI_LAUNCH_BOUNDS(((kMin) == 0 ? kRowThreadsWide : kRowThreads), (kMin))
 
 // Index math of one m x n decomposition (c2r.h's Params, strength-reduced). Built on the host.
 template <typename U>
