@@ -77,7 +77,8 @@ struct Buffers {
 template <typename T, int N, int R>
 void run_rows(const Buffers& b, double gbps) {
   using Geo = lu::Geometry<T, N, R>;
-  if constexpr (R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= 512)) {  // rows_supported
+  // rows_supported (ops/cuda/lu_launch.cuh)
+  if constexpr (R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= (R == 4 ? 576 : 512))) {
     const char* dt = sizeof(T) == 8 ? "float64" : "float32";
     constexpr int64_t kB = batch_of(N);
     const double bytes = 2.0 * kB * N * N * sizeof(T);
@@ -163,6 +164,7 @@ void run_n(const Buffers& b, double gbps) {
     if constexpr (N == 1) run_one_by_one<T>(b, gbps);
     run_rows<T, N, 1>(b, gbps);
     run_rows<T, N, 2>(b, gbps);
+    run_rows<T, N, 3>(b, gbps);
     run_rows<T, N, 4>(b, gbps);
     if constexpr (N == 3 || (N >= 5 && N <= 8)) run_rows<T, N, N>(b, gbps);  // lu::kLaneRows (n = 2, 4: rows 2, 4)
   }
