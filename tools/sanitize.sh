@@ -163,9 +163,9 @@ if parts in ("transpose", "tiled"):
 # rows, float32 / float64 n = 17, 24, 32), one and eight warps,
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
 import torch_inplace.linalg as TL
-# (float32 n = 4, 8, 12, 14, float64 n = 2, 6, 14 and complex64 n = 6: the unit tile.)
-lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 20, 24, 32)] + \
-           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 19, 21, 23, 32)] + \
+# (float32 n = 4, 8, 12, 14, 18, 20, 26, float64 n = 2, 6, 14, 18 (rows 2-4) and complex64 n = 6: the unit tile.)
+lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 18, 20, 24, 26, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
 # TI_SANITIZE_LU_ROWS=3,4: only those rows-per-lane variants, after the one-row kernel they are checked against.
 lu_configs = [(1, 1), (8, 1), (1, 2), (8, 2), (1, 3), (8, 3), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3), (8, -3)]

@@ -273,11 +273,11 @@ struct Geometry {
   static constexpr int kBcastStride = bcast_stride_chunks(2 * RowPad / kV, G >= 16 ? 1 : 16 / G) * kV;
   static constexpr int kElems = kGroups * N * N;       // elements a warp loads and stores
   static constexpr int kLoadIters = (kElems + kWarpSize - 1) / kWarpSize;
-  // Unit tile (n <= 16, G > 1; float, double, complex<float>): a row is Nu units of U elements, U the largest power
-  // of two dividing n (at most a 16-byte chunk) where that leaves an odd unit count (TS = n), else, for float n = 8,
-  // half a chunk with rows padded by one unit to an odd count (TS = 10). A row per lane then reads whole units
-  // free of bank conflicts, and the rows of a group keep distinct banks in the inverse's column scatter. Matrices
-  // lie GS apart in whole chunks, padded against the conflicts of groups that share a wavefront
+  // Unit tile (n <= 16, G > 1; float, double, complex<float>; past 16 see below): a row is Nu units of U elements, U
+  // the largest power of two dividing n (at most a 16-byte chunk) where that leaves an odd unit count (TS = n), else,
+  // for float n = 8, half a chunk with rows padded by one unit to an odd count (TS = 10). A row per lane then reads
+  // whole units free of bank conflicts, and the rows of a group keep distinct banks in the inverse's column scatter.
+  // Matrices lie GS apart in whole chunks, padded against the conflicts of groups that share a wavefront
   // (unit_tile_stride). The staging moves one 16-byte chunk per global access and one unit per shared access
   // (UnitStaging), load_rows reads units and the LU writes its rows back in units, where the element tile (S odd)
   // moves single elements. H200, bench_linalg.py against the element tile on one machine (queued, row-permuted
@@ -285,10 +285,18 @@ struct Geometry {
   // 1.04-1.13x. Float n = 16 with rows padded to 18 ran 0.96x (inverse) and 0.98x (LU), rows of whole chunks padded
   // to an odd count up to 14% slower (small_lu_harness.cu): those keep the element tile, as do double and
   // complex<float> with 4 | n.
+  // Past n = 16 (float, and double with several rows per lane): an element tile of even n has rows padded to n + 1,
+  // so its staging stores and loads single elements at scattered places, where the unit tile moves whole units.
+  // H200, against the element tile, the same bits (history_s31_unit_tile_ab.log): bench_linalg.py in GPU time, float
+  // LU n = 18 / 20 / 22 / 28 1.07 / 1.12 / 1.15 / 1.05x (n = 26 / 30 1.00 / 0.98x), inverse n = 18 / 20 / 22 / 26 /
+  // 30 1.03-1.07x (n = 28 1.00x), double inverse n = 18 (4 rows per lane) 1.07x. Double with one row per lane ran
+  // 0.93-1.04x in small_lu_harness.cu (inverse n = 26 0.93x, LU n = 30 0.95x) and keeps the element tile.
   static constexpr int kUFull = pow2_divisor(N, kV);
   static constexpr int U = kUFull > 1 && (N / kUFull) % 2 == 0 ? kUFull / 2 : kUFull;
   static constexpr int Nu = N / U;
-  static constexpr bool kUnitTile = N <= 16 && G > 1 && U > 1 && sizeof(T) * kV == 16 && (Nu % 2 == 1 || N <= 8);
+  static constexpr bool kPastSixteen = std::is_same<T, float>::value || (std::is_same<T, double>::value && R > 1);
+  static constexpr bool kUnitTile =
+      (N <= 16 || kPastSixteen) && G > 1 && U > 1 && sizeof(T) * kV == 16 && (Nu % 2 == 1 || N <= 8);
   // The tile's row stride: S (element tile) or the unit tile's.
   static constexpr int TS = !kUnitTile ? S : (Nu % 2 ? N : N + U);
   static constexpr int RC = N / kV;  // 16-byte chunks per row where rows are padded (N % kV == 0 there)
