@@ -24,49 +24,25 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_inplace.linalg as TL  # noqa: E402
-from bench_linalg import DTYPES, QUEUE_CYCLES, make_inputs, rel_err  # noqa: E402
+from bench_linalg import DTYPES, bench, make_inputs, rel_err  # noqa: E402
 
 IDLE_S = (0.0, 0.0002, 0.001, 0.01, 0.05)
 
 
 def lone_ms(fn, reps, idle_s, setup=None):
-    """Median of one call between CUDA events, the GPU idle for idle_s before each."""
-    fn()
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
+    """Median of one call between CUDA events, the host synchronized and the GPU idle for idle_s before each."""
+    def before():
         if setup:
             setup()
         torch.cuda.synchronize()
         if idle_s:
             time.sleep(idle_s)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e))
-    return statistics.median(out)
+    return bench(fn, reps, setup=before)
 
 
 def queued_ms(fn, reps, setup=None):
     """Median of one call queued behind a sleep kernel: the GPU's work alone."""
-    fn()
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        if setup:
-            setup()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(QUEUE_CYCLES)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e))
-    return statistics.median(out)
+    return bench(fn, reps, setup=setup, queued=True)
 
 
 def host_us(fn, reps):
