@@ -1289,6 +1289,8 @@ TI_LU_INSTANTIATE_ROWS(float, 32, 4)
 TI_LU_INSTANTIATE_ROWS(double, 9, 4)
 TI_LU_INSTANTIATE_ROWS(double, 24, 2)
 TI_LU_INSTANTIATE_ROWS(double, 20, 3)
+TI_LU_INSTANTIATE_ROWS(float, 20, 3)   // unit tiles past n = 16
+TI_LU_INSTANTIATE_ROWS(double, 18, 2)
 TI_LU_INSTANTIATE_ROWS(float, 11, 3)
 template __global__ void split_inverse_kernel<double, 32, 2>(const double*, double*, int32_t*, int64_t);
 template __global__ void split_inverse_kernel<float, 25, 2>(const float*, float*, int32_t*, int64_t);
