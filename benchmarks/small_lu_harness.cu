@@ -77,8 +77,12 @@ struct Buffers {
 template <typename T, int N, int R>
 void run_rows(const Buffers& b, double gbps) {
   using Geo = lu::Geometry<T, N, R>;
-  // rows_supported (ops/cuda/lu_launch.cuh)
-  if constexpr (R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= (R == 4 ? 576 : 512))) {
+#ifdef TI_LU_ROWS_SUPPORTED
+  constexpr bool kLaunched = lu::rows_supported<T, N, R>();
+#else  // a small_lu.cuh from before 2026-11-26's session 31: the launcher's rule then
+  constexpr bool kLaunched = R == 1 || (R < 2 * N && R * N * static_cast<int>(sizeof(T)) <= (R == 4 ? 576 : 512));
+#endif
+  if constexpr (kLaunched) {
     const char* dt = sizeof(T) == 8 ? "float64" : "float32";
     constexpr int64_t kB = batch_of(N);
     const double bytes = 2.0 * kB * N * N * sizeof(T);

@@ -39,7 +39,7 @@ TABLES = (("lu", "kLuWarps", "kLuRows"), ("inverse", "kInvWarps", "kInvRows"))
 
 
 def rows_supported(dname, n, r, kind):
-    """Mirror of lu_launch.cuh's rows_supported (real types, r < 2n, r * n * sizeof <= 512 bytes, 576 for r = 4) and of
+    """Mirror of small_lu.cuh's rows_supported (real types, r < 2n, r * n * sizeof <= 512 bytes, 576 for r = 4) and of
     SplitGeometry::kSupported (the inverse of real types with n > 16 on 32-lane warps)."""
     size = {"float32": 4, "float64": 8}.get(dname)
     if r == SPLIT:

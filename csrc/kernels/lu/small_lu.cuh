@@ -725,6 +725,27 @@ TI_DEVICE void swap_positions(const bool (&is_piv)[R], int (&pos)[R], int k, int
   }
 }
 
+// Several rows per lane only for real types (the issue's targets; complex keeps one row per lane to bound build
+// time), with the rows' registers within 512 bytes per lane (576 for four rows: float64 n = 17, 18) and fewer than
+// half the slots padding: R < 2n. With R >= n (n <= 4) one lane holds a whole matrix (G = 1): the pivot row stays in
+// its registers. Three or four rows per lane put four float64 matrices of n = 17..21 in a warp (groups of 8 lanes),
+// where two rows leave two (groups of 16): H200, GPU time (tune_lu.py), inverse n = 17 / 18 / 19 / 21 1.19 / 1.09 /
+// 1.05 / 1.12x the best one- or two-row configuration; n = 20 0.97x (198 registers a lane: 10 warps per SM). H100,
+// the tuned table against the previous one in one run (lu_table_ab.py, GPU time, the same bits): float64 inverse
+// n = 17..21 1.17 / 1.07 / 1.03 / 1.02 / 1.09x, LU n = 17 1.10x.
+// Tried and not kept: three rows within 576 bytes (float64 n = 22..24; no spills, 216 / 255 registers for the
+// inverse of n = 23 / 24). H100, tune_lu.py: the inverse 2.1 / 2.3 / 2.9x slower than one row at n = 22 / 23 / 24
+// (3.13 / 3.67 / 4.91 ms against 1.49 / 1.62 / 1.67); the fully unrolled kernel grows from 133 KB of code (n = 21)
+// to 155 / 182 KB (n = 23 / 24), likely past what the SM's instruction caches hold. LU n = 23 0.99x in the same-run
+// A/B. (benchmarks/results/NVIDIA_H100_80GB_HBM3/history_rows3_576.log)
+// The launcher (ops/cuda/lu_launch.cuh) and benchmarks/small_lu_harness.cu launch exactly these.
+#define TI_LU_ROWS_SUPPORTED 1  // rows_supported exists (small_lu_harness.cu builds against older versions too)
+template <typename T, int N, int R>
+constexpr bool rows_supported() {
+  return R == 1 || (std::is_floating_point<T>::value && R < 2 * N &&
+                    R * N * static_cast<int>(sizeof(T)) <= (R == 4 ? 576 : 512));
+}
+
 // Registers a lane of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1) may take (0: no bound but the
 // 256-thread one), as CUDA launch bounds: 80 = 3 blocks of 256 threads per SM, 72 = 7 blocks of 128, 64 = 8 of 128
 // (blocks of at most 4 warps there: lu_bound_threads, which the launcher's clamp_warps honours). Only float64 with a
