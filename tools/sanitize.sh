@@ -8,7 +8,7 @@
 # (TI_SANITIZE_PARTS=transpose: the transposition cases only; =tiled: only the tiled sequences, square tile-pair
 # swaps, skinny past 64 fields, cut and padded; =onchip: only the skinny on-chip kernel and the register stash;
 # =lu: only the small LU / inverse kernels; TI_SANITIZE_LU_ROWS=3,4: of those, only the one-row kernel and the
-# rows-per-lane variants listed.)
+# rows-per-lane variants listed; TI_SANITIZE_LU_CASES=float64:23,24: only those dtypes and n.)
 set -u
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -165,8 +165,13 @@ if parts in ("transpose", "tiled"):
 import torch_inplace.linalg as TL
 # (float32 n = 4, 8, 12, 14, 18, 20, 26, float64 n = 2, 6, 14, 18 (rows 2-4) and complex64 n = 6: the unit tile.)
 lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 18, 20, 24, 26, 32)] + \
-           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 24, 27, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
+# (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_shfl_chunks.)
+# TI_SANITIZE_LU_CASES=float64:23,24: only those (dtype, n) cases.
+if os.environ.get("TI_SANITIZE_LU_CASES"):
+    dname, ns = os.environ["TI_SANITIZE_LU_CASES"].split(":")
+    lu_cases = [(getattr(torch, dname), int(v)) for v in ns.split(",")]
 # TI_SANITIZE_LU_ROWS=3,4: only those rows-per-lane variants, after the one-row kernel they are checked against.
 lu_configs = [(1, 1), (8, 1), (1, 2), (8, 2), (1, 3), (8, 3), (1, 4), (8, 4), (1, -2), (8, -2), (1, -3), (8, -3)]
 if os.environ.get("TI_SANITIZE_LU_ROWS"):
