@@ -6,6 +6,9 @@
 // LU float32 n = 6 (w1, -3), 1.16x faster than the tuner's (w8, 3) in a same-run A/B on an H100
 // (benchmarks/lu_table_ab.py, 2026-11-26).
 // Retuned on NVIDIA H100 80GB HBM3 (2026-11-26): float64, n = 17-32.
+// From tune_lu.py --dtypes float32 --n 13-32 on an H100 (2026-11-26), one entry taken: the float32 inverse at n = 31
+// with split rows (8 warps, -2), 1.034x the previous entry in lu_table_ab.py's same-run A/B; that run's 8 other
+// changed picks measured 0.97-1.00x there and were left out (history_s32_tune_f32.log).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +36,7 @@ constexpr int8_t kInvWarps[4][33] = {
     {4, 4, 2, 1, 1, 2, 1, 1, 1, 1, 8, 8, 1, 1, 1, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1},
 };
 constexpr int8_t kInvRows[4][33] = {
-    {1, 1, 2, 3, 2, -3, 3, -3, 4, 4, 4, 4, 3, 2, 2, 2, 2, 3, 4, 3, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1},
+    {1, 1, 2, 3, 2, -3, 3, -3, 4, 4, 4, 4, 3, 2, 2, 2, 2, 3, 4, 3, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, -2, 1},
     {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 1, 3, 1, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
