@@ -237,6 +237,7 @@ def run(args):
         print("plot failed:", e)
     if args.copy_out:
         import shutil
+        os.makedirs(args.copy_out, exist_ok=True)  # a file name would be overwritten by each result in turn
         for fn in os.listdir(out_dir):
             if fn.startswith(name):
                 shutil.copy(os.path.join(out_dir, fn), args.copy_out)

@@ -95,6 +95,7 @@ def main():
         json.dump({"device": dev, "old": args.old, "new": args.new, "reps": args.reps, "rounds": args.rounds,
                    "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
     if args.copy_out:
+        os.makedirs(args.copy_out, exist_ok=True)
         shutil.copy(path, args.copy_out)
     sys.exit(1 if bad else 0)
 

@@ -168,6 +168,7 @@ def main():
         json.dump({"device": dev, "warps": WARPS, "rows": ROWS, "results": rows_out}, f, indent=1)
     if args.copy_out:
         import shutil
+        os.makedirs(args.copy_out, exist_ok=True)
         if os.path.abspath(os.path.dirname(args.header)) != os.path.abspath(args.copy_out):  # not onto itself
             shutil.copy(args.header, args.copy_out)
         shutil.copy(os.path.join(out_dir, "tune_lu.json"), args.copy_out)
