@@ -686,19 +686,36 @@ TI_DEVICE T pivot_entry(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k
   return j == RcSlot<T, N, R>(k).j ? rc : (j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : zero_of(T{}));
 }
 
-// Step k's broadcast row from 16-byte chunk `c0` on, and the reciprocal (on its own where its chunk comes before
-// c0): the row every lane of the group reads after the next warp sync.
+// Chunk c of step k's broadcast row, from the pivot slot's registers.
 template <typename T, int N, int R>
+TI_DEVICE Chunk<T> own_pivot_chunk(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c) {
+  using Geo = Geometry<T, N, R>;
+  Chunk<T> ch;
+#pragma unroll
+  for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
+  return ch;
+}
+
+// Step k's broadcast row from 16-byte chunk `c0` on, and the reciprocal (on its own where its chunk comes before
+// c0): the row every lane of the group reads after the next warp sync. kFromRc > 0: only that many chunks, from the
+// reciprocal's on in the order of small_inverse_kernel's update (one matrix per warp; inverse_shfl_chunks).
+template <typename T, int N, int R, int kFromRc = 0>
 TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c0) {
   using Geo = Geometry<T, N, R>;
+  constexpr int kChunks = Geo::RowPad / Geo::kV;
   const RcSlot<T, N, R> rs(k);
+  if constexpr (kFromRc > 0) {
+#pragma unroll
+    for (int q = 0; q < kFromRc; ++q) {
+      const int c = (rs.c + q) % kChunks;
+      reinterpret_cast<Chunk<T>*>(row)[c] = own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
+    }
+    return;
+  }
   if (rs.c < c0) row[rs.j] = rc;
 #pragma unroll
-  for (int c = c0; c < Geo::RowPad / Geo::kV; ++c) {
-    Chunk<T> ch;
-#pragma unroll
-    for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
-    reinterpret_cast<Chunk<T>*>(row)[c] = ch;
+  for (int c = c0; c < kChunks; ++c) {
+    reinterpret_cast<Chunk<T>*>(row)[c] = own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
   }
 }
 
@@ -709,10 +726,7 @@ template <typename T, int N, int R>
 TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k) {
   using Geo = Geometry<T, N, R>;
   if constexpr (Geo::G == 1) {
-    Chunk<T> ch;
-#pragma unroll
-    for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
-    return ch;
+    return own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
   } else {
     return reinterpret_cast<const Chunk<T>*>(row)[c];
   }
@@ -778,10 +792,10 @@ constexpr int lu_reg_bound() {
 // next). That kernel waits on the shared-memory pipe (H100, Nsight Compute at n = 23: its wavefronts 63% busy, the
 // largest stalls short scoreboard and MIO throttle; by the SASS, 276 of the 339 shared stores and 253 of the 339
 // shared loads per matrix carry the pivot row); shuffles take part of that load. H100, small_lu_harness.cu through
-// tools/lu_ab.sh, the same bits, best
-// configuration each (history_s32_f64_shfl_chunks_ab.log): two chunks in shared memory n = 20 / 22 / 23 / 24 / 25 /
-// 26 / 27 1.02 / 1.01 / 1.05 / 1.03 / 1.05 / 1.04 / 1.06x, n = 28 0.95x (three or four chunks: 0.96-1.06x); every
-// chunk by shuffles (no shared-memory row, no warp sync) 0.89-1.04x (n = 24 0.89x). Same values either way.
+// tools/lu_ab.sh, the same bits, best configuration each (history_s32_f64_shfl_chunks_ab.log): two chunks in shared
+// memory n = 20 / 22 / 23 / 24 / 25 / 26 / 27 1.02 / 1.01 / 1.05 / 1.03 / 1.05 / 1.04 / 1.06x, n = 28 0.95x (three or
+// four chunks: 0.94-1.06x); every chunk by shuffles (no shared-memory row, no warp sync) 0.89-1.04x (n = 24 0.89x).
+// Same values either way.
 template <typename T, int N, int R>
 constexpr int inverse_shfl_chunks() {
   using Geo = Geometry<T, N, R>;
@@ -968,8 +982,10 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
   // The pivot row by shuffles from the pivot lane rather than through shared memory (TI_LU_SHFL_BCAST).
   constexpr bool kShfl = std::is_same<T, float>::value && G > 1 &&
                          (TI_LU_SHFL_BCAST == 1 || (TI_LU_SHFL_BCAST == -1 && R == 4 && N >= 20));
-  // Float64 with a row per lane: the last kShflChunks chunks of the pivot row (in the update's order) by shuffles.
+  // Float64 with a row per lane: the last kShflChunks chunks of the pivot row (in the update's order) by shuffles,
+  // the first kSmemChunks through shared memory (0: the whole row there).
   constexpr int kShflChunks = inverse_shfl_chunks<T, N, R>();
+  constexpr int kSmemChunks = kShflChunks > 0 ? Geo::RowPad / Geo::kV - kShflChunks : 0;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -1010,20 +1026,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
           }
         }
         if constexpr (G > 1) {
-          if constexpr (kShflChunks > 0) {  // the chunks that go through shared memory, from the reciprocal's on
-            constexpr int kC = Geo::RowPad / Geo::kV;
-            const RcSlot<T, N, R> rs0(k);
-#pragma unroll
-            for (int q = 0; q < kC - kShflChunks; ++q) {
-              const int c = (rs0.c + q) % kC;
-              Chunk<T> ch;
-#pragma unroll
-              for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
-              reinterpret_cast<Chunk<T>*>(row)[c] = ch;
-            }
-          } else if constexpr (!kShfl) {
-            write_pivot_row<T, N, R>(row, a, is_piv, rc, k, 0);
-          }
+          if constexpr (!kShfl) write_pivot_row<T, N, R, kSmemChunks>(row, a, is_piv, rc, k, 0);
           perm[k] = slot * G + i;
         } else {
           own_perm[k] = slot;
