@@ -167,7 +167,7 @@ import torch_inplace.linalg as TL
 lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 18, 20, 24, 26, 32)] + \
            [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 24, 27, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
-# (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_shfl_chunks.)
+# (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_smem_chunks.)
 # TI_SANITIZE_LU_CASES=float64:23,24: only those (dtype, n) cases.
 if os.environ.get("TI_SANITIZE_LU_CASES"):
     dname, ns = os.environ["TI_SANITIZE_LU_CASES"].split(":")

@@ -45,7 +45,7 @@
 #define TI_LU_SHFL_BCAST -1
 #endif
 // Float64 inverse with a row per lane (one matrix per warp): how many 16-byte chunks of each step's pivot row go
-// through shared memory, the rest by warp shuffles from the pivot lane (inverse_shfl_chunks). -1 (default): 2 chunks
+// through shared memory, the rest by warp shuffles from the pivot lane (inverse_smem_chunks). -1 (default): 2 chunks
 // at n = 20..27, all of them elsewhere; 0: all of them everywhere; M > 0: M wherever the row has more (measurements).
 #ifndef TI_LU_F64_SMEM_CHUNKS
 #define TI_LU_F64_SMEM_CHUNKS -1
@@ -698,7 +698,7 @@ TI_DEVICE Chunk<T> own_pivot_chunk(const T (&a)[R][N], const bool (&is_piv)[R], 
 
 // Step k's broadcast row from 16-byte chunk `c0` on, and the reciprocal (on its own where its chunk comes before
 // c0): the row every lane of the group reads after the next warp sync. kFromRc > 0: only that many chunks, from the
-// reciprocal's on in the order of small_inverse_kernel's update (one matrix per warp; inverse_shfl_chunks).
+// reciprocal's on in the order of small_inverse_kernel's update (one matrix per warp; inverse_smem_chunks).
 template <typename T, int N, int R, int kFromRc = 0>
 TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c0) {
   using Geo = Geometry<T, N, R>;
@@ -721,13 +721,27 @@ TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[
 
 // Chunk c of step k's broadcast row as the other rows read it: from the group's broadcast row in shared memory or,
 // with one lane per matrix (G == 1), straight from the lane's own registers, with no shared-memory round trip and no
-// warp sync. Same values either way.
-template <typename T, int N, int R>
-TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k) {
+// warp sync. kFromRc > 0 (write_pivot_row's): the chunks past the first kFromRc from the reciprocal's come by
+// shuffles from the pivot lane `src` instead (inverse_smem_chunks). Same values every way.
+template <typename T, int N, int R, int kFromRc = 0>
+TI_DEVICE Chunk<T> pivot_chunk(const T* row, int c, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k,
+                               int src = 0) {
   using Geo = Geometry<T, N, R>;
+  constexpr int kChunks = Geo::RowPad / Geo::kV;
   if constexpr (Geo::G == 1) {
     return own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
   } else {
+    if constexpr (kFromRc > 0) {
+      if ((c - RcSlot<T, N, R>(k).c + kChunks) % kChunks >= kFromRc) {
+        Chunk<T> ch;
+#pragma unroll
+        for (int v = 0; v < Geo::kV; ++v) {
+          const int j = c * Geo::kV + v;
+          ch.v[v] = j < N ? shfl(pick_slot<T, N, R>(a, is_piv, j < N ? j : 0), src) : zero_of(T{});
+        }
+        return ch;
+      }
+    }
     return reinterpret_cast<const Chunk<T>*>(row)[c];
   }
 }
@@ -786,23 +800,23 @@ constexpr int lu_reg_bound() {
   if (N == 22 || N == 23 || N == 25) return 72;
   return (N == 27 || N == 29 || N == 31) ? 80 : 0;
 }
-// How many 16-byte chunks of each step's pivot row small_inverse_kernel hands over by warp shuffles (one per 4-byte
-// word, from the pivot lane found by a ballot) instead of through shared memory: float64 with a row per lane (one
-// matrix per warp) at n = 20..27, all chunks but the first two of the update's order (the reciprocal's chunk and the
-// next). That kernel waits on the shared-memory pipe (H100, Nsight Compute at n = 23: its wavefronts 63% busy, the
-// largest stalls short scoreboard and MIO throttle; by the SASS, 276 of the 339 shared stores and 253 of the 339
-// shared loads per matrix carry the pivot row); shuffles take part of that load. H100, small_lu_harness.cu through
+// How many 16-byte chunks of each step's pivot row small_inverse_kernel passes through shared memory where it hands
+// the rest over by warp shuffles (one per 4-byte word, from the pivot lane found by a ballot; 0: the whole row through
+// shared memory, no shuffles): float64 with a row per lane (one matrix per warp) at n = 20..27, the first two of the
+// update's order (the reciprocal's chunk and the next). That kernel waits on the shared-memory pipe (H100, Nsight
+// Compute at n = 23: its wavefronts 63% busy, the largest stalls short scoreboard and MIO throttle; by the SASS, 276
+// of the 339 shared stores and 253 of the 339 shared loads per matrix carry the pivot row); shuffles take part of
+// that load. H100, small_lu_harness.cu through
 // tools/lu_ab.sh, the same bits, best configuration each (history_s32_f64_shfl_chunks_ab.log): two chunks in shared
 // memory n = 20 / 22 / 23 / 24 / 25 / 26 / 27 1.02 / 1.01 / 1.05 / 1.03 / 1.05 / 1.04 / 1.06x, n = 28 0.95x (three or
 // four chunks: 0.94-1.06x); every chunk by shuffles (no shared-memory row, no warp sync) 0.89-1.04x (n = 24 0.89x).
 // Same values either way.
 template <typename T, int N, int R>
-constexpr int inverse_shfl_chunks() {
+constexpr int inverse_smem_chunks() {
   using Geo = Geometry<T, N, R>;
-  constexpr int kChunks = Geo::RowPad / Geo::kV;
   if (!std::is_same<T, double>::value || R != 1 || Geo::kGroups != 1 || TI_LU_F64_SMEM_CHUNKS == 0) return 0;
-  const int keep = TI_LU_F64_SMEM_CHUNKS > 0 ? TI_LU_F64_SMEM_CHUNKS : (N >= 20 && N <= 27 ? 2 : kChunks);
-  return kChunks > keep ? kChunks - keep : 0;
+  const int keep = TI_LU_F64_SMEM_CHUNKS > 0 ? TI_LU_F64_SMEM_CHUNKS : (N >= 20 && N <= 27 ? 2 : 0);
+  return keep < Geo::RowPad / Geo::kV ? keep : 0;
 }
 constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
 constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
@@ -982,10 +996,9 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
   // The pivot row by shuffles from the pivot lane rather than through shared memory (TI_LU_SHFL_BCAST).
   constexpr bool kShfl = std::is_same<T, float>::value && G > 1 &&
                          (TI_LU_SHFL_BCAST == 1 || (TI_LU_SHFL_BCAST == -1 && R == 4 && N >= 20));
-  // Float64 with a row per lane: the last kShflChunks chunks of the pivot row (in the update's order) by shuffles,
-  // the first kSmemChunks through shared memory (0: the whole row there).
-  constexpr int kShflChunks = inverse_shfl_chunks<T, N, R>();
-  constexpr int kSmemChunks = kShflChunks > 0 ? Geo::RowPad / Geo::kV - kShflChunks : 0;
+  // Float64 with a row per lane: only the first kSmemChunks chunks of the pivot row (in the update's order) through
+  // shared memory, the rest by shuffles (0: the whole row through shared memory).
+  constexpr int kSmemChunks = inverse_smem_chunks<T, N, R>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -1052,7 +1065,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
       }
       constexpr int kV = Geo::kV;
       int src = 0;  // the pivot lane, for the chunks that come by shuffles
-      if constexpr (kShflChunks > 0) src = group_lane_of<G>(any_piv, g);
+      if constexpr (kSmemChunks > 0) src = group_lane_of<G>(any_piv, g);
       if constexpr (G > 1) warp_sync();
       // The reciprocal, from its chunk, which the update reads anyway.
       const RcSlot<T, N, R> rs(k);
@@ -1066,19 +1079,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
         const int c = Geo::kGroups == 1 ? (rs.c + q) % kChunks : q;
-        Chunk<T> ch;
-        bool by_shfl = false;
-        if constexpr (kShflChunks > 0) {
-          if (q >= kChunks - kShflChunks) {  // the same values as the broadcast row's
-            by_shfl = true;
-#pragma unroll
-            for (int v = 0; v < kV; ++v) {
-              const int j = c * kV + v;
-              ch.v[v] = j < N ? shfl(a[0][j < N ? j : 0], src) : zero_of(T{});
-            }
-          }
-        }
-        if (!by_shfl) ch = c == rs.c ? ck : pivot_chunk<T, N, R>(row, c, a, is_piv, rc, k);
+        const Chunk<T> ch = c == rs.c ? ck : pivot_chunk<T, N, R, kSmemChunks>(row, c, a, is_piv, rc, k, src);
 #pragma unroll
         for (int s = 0; s < R; ++s) {
           if (!is_piv[s]) {
