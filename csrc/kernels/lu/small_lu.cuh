@@ -50,6 +50,12 @@
 #ifndef TI_LU_F64_SMEM_CHUNKS
 #define TI_LU_F64_SMEM_CHUNKS -1
 #endif
+// The float64 inverse kernels' pivot search (inverse_one_key): -1 (default) one 32-bit key (pivot_search_one_key) at
+// the n where that measured faster, both words of the magnitude (as the LU) elsewhere; 0: both words everywhere;
+// 1: one key everywhere (measurements).
+#ifndef TI_LU_INV_ONE_KEY
+#define TI_LU_INV_ONE_KEY -1
+#endif
 
 namespace torch_inplace {
 namespace kernels {
@@ -191,6 +197,38 @@ TI_DEVICE int pivot_search(const double (&mag)[R], const bool (&valid)[R], const
   const uint32_t best_lo = group_max_u32<G>(lo_max);
   is_zero = best_hi == 0u && best_lo < 64u;
   return 32 - static_cast<int>(best_lo & 63u);
+}
+
+// The float64 inverse's arg-max at the n of inverse_one_key: one reduction of a 32-bit key, the magnitude's bits
+// 31..62 (exponent and 21 mantissa bits) through mag_field, so that magnitudes within about 2^-15 relative count as
+// ties (to the smallest position, as always; "key < 64" still means exactly zero). A pivot that close to the
+// column's largest is as good a pivot (multipliers of at most 1 + 2^-15), and the inverse shows no pivots; the LU
+// keeps pivot_search's choice, which its pivots show.
+template <int G, int R>
+TI_DEVICE int pivot_search_one_key(const double (&mag)[R], const bool (&valid)[R], const int (&pos)[R],
+                                   bool& is_zero) {
+  uint32_t key = 0u;
+#pragma unroll
+  for (int s = 0; s < R; ++s) {
+    const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag[s])) & 0x7fffffffffffffffull;
+    const uint32_t top = static_cast<uint32_t>(bits >> 31);
+    const uint32_t k = valid[s] ? (mag_field(top | (bits != 0u ? 1u : 0u)) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    key = k > key ? k : key;
+  }
+  const uint32_t best = group_max_u32<G>(key);
+  is_zero = best < 64u;
+  return 32 - static_cast<int>(best & 63u);
+}
+// Whether the inverse kernels at this n (every variant alike, so that they agree bit for bit) search pivots with
+// pivot_search_one_key: float64 at n = 13..27 but 24. One reduction a step instead of two. H100, small_lu_harness.cu
+// through tools/lu_ab.sh against pivot_search everywhere, best configuration each, TI_LU_INV_ONE_KEY=1
+// (history_s33_one_key_ab.log): n = 13-19 1.03-1.09x, 21 / 22 / 26 1.023 / 1.017 / 1.016x, 20, 23, 25, 27
+// 1.00-1.01x; n = 24 / 28 / 32 0.966 / 0.924 / 0.979x (ptxas allocates differently: 72 registers at n = 24, 80
+// before), n <= 12 0.99-1.01x. The split-rows kernel (n = 29-32 in the table) was not measured with it.
+template <typename T, int N>
+constexpr bool inverse_one_key() {
+  if (!std::is_same<T, double>::value || TI_LU_INV_ONE_KEY == 0) return false;
+  return TI_LU_INV_ONE_KEY == 1 || (N >= 13 && N <= 27 && N != 24);
 }
 
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
@@ -651,8 +689,9 @@ TI_DEVICE void load_rows(const T* tile, int g, int i, T (&a)[R][N], bool (&pivot
 }
 
 // Step k's pivot: LAPACK's position `pr` of the group's largest candidate in column k (the same in every lane of
-// the group); `is_piv[s]` marks the one slot (of one lane) that holds it, `zero` a zero pivot column.
-template <typename T, int N, int R>
+// the group; kOneKey, float64: by pivot_search_one_key); `is_piv[s]` marks the one slot (of one lane) that holds it,
+// `zero` a zero pivot column.
+template <typename T, int N, int R, bool kOneKey = false>
 TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int (&pos)[R], int k, bool& zero,
                          bool (&is_piv)[R], bool& any_piv) {
   decltype(abs1(T{})) mag[R];
@@ -662,7 +701,12 @@ TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int
     mag[s] = abs1(a[s][k]);
     cand[s] = !pivoted[s];
   }
-  const int pr = pivot_search<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
+  int pr;
+  if constexpr (kOneKey && std::is_same<T, double>::value) {
+    pr = pivot_search_one_key<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
+  } else {
+    pr = pivot_search<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
+  }
   any_piv = false;
 #pragma unroll
   for (int s = 0; s < R; ++s) {
@@ -1019,7 +1063,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       bool zero, is_piv[R], any_piv;
-      const int pr = find_pivot<T, N, R>(a, pivoted, pos, k, zero, is_piv, any_piv);
+      const int pr = find_pivot<T, N, R, inverse_one_key<T, N>()>(a, pivoted, pos, k, zero, is_piv, any_piv);
       if (zero && my_info == 0) my_info = k + 1;
       T* row = bcast + (k & 1) * Geo::RowPad;
       T rc = zero_of(T{});
@@ -1245,7 +1289,12 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
       cand[s] = owner && !pivoted[s];
     }
     bool zero;
-    const int pr = pivot_search<kWarpSize, R>(mag, cand, pos, zero);
+    int pr;
+    if constexpr (inverse_one_key<T, N>()) {
+      pr = pivot_search_one_key<kWarpSize, R>(mag, cand, pos, zero);
+    } else {
+      pr = pivot_search<kWarpSize, R>(mag, cand, pos, zero);
+    }
     if (zero && my_info == 0) my_info = k + 1;
     bool is_piv[R], any_piv = false;
 #pragma unroll
