@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -112,5 +113,16 @@ int main() {
   run<double, 32, 2>(B, 4, 1, 8);
   run<double, 32, 2>(B, 4, 1, 4);
   run<double, 21, 2>(1001, 1, 1, 4);  // a grid ending mid-block
+  // float64 n = 20-27 against the one-row kernel at 8 and 4 warps (the table's one-row picks there)
+  if (std::getenv("SIH_ONE_ROW") != nullptr) {
+    run<double, 20, 2>(B, 8, 1, 8);
+    run<double, 22, 2>(B, 8, 1, 8);
+    run<double, 23, 2>(B, 8, 1, 8);
+    run<double, 24, 2>(B, 8, 1, 8);
+    run<double, 24, 2>(B, 4, 1, 4);
+    run<double, 25, 2>(B, 8, 1, 8);
+    run<double, 26, 2>(B, 8, 1, 8);
+    run<double, 27, 2>(B, 4, 1, 8);
+  }
   return 0;
 }
