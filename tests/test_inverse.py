@@ -98,6 +98,29 @@ def test_singular_sets_info(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pivoting_across_scales_and_near_ties(device, dtype):
+    # Rows scaled by powers of two (exactly) over 2^-12..2^12 and diagonals scaled by 1e-4: a search that misses the
+    # largest magnitude by orders (no pivoting, a misread exponent) makes the residual ratio 300-11000 here (a Python
+    # Gauss-Jordan without pivoting, n = 5, 13, 24); any pivot within a factor of 2 of the largest stays below 1.
+    # Half the matrices also hold a near tie in column 0 (within 2^-20 relative: one 32-bit key counts it as a tie,
+    # the float64 inverse's pivot search at n = 13-27), whichever row it takes.
+    g = torch.Generator().manual_seed(7)
+    for n in (2, 5, 8, 13, 16, 20, 23, 24, 27, 31):
+        A = torch.randn(64, n, n, generator=g, dtype=torch.float64)
+        A.diagonal(dim1=-2, dim2=-1).mul_(1e-4)
+        A.mul_(torch.exp2(torch.randint(-12, 13, (64, n, 1), generator=g).double()))
+        r1, r2 = n // 3, n - 1
+        A[::2, r2, 0] = -A[::2, r1, 0] * (1 + 2.0 ** -20)
+        A = A.to(dtype=dtype, device=device)
+        X, info = TL.batched_inverse_ex(A)
+        assert int(info.abs().sum()) == 0
+        ratio = residual_ratio(A.double(), X.double()).max().item() * torch.finfo(torch.float64).eps / \
+            torch.finfo(dtype).eps
+        assert ratio <= 30, f"n={n} {dtype}: residual ratio {ratio}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_nan_inf_inputs(device):
     for n in (1, 4, 16, 31):
         A = well_conditioned((3,), n, torch.float32, device)
