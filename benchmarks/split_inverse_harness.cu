@@ -124,5 +124,13 @@ int main() {
     run<double, 26, 2>(B, 8, 1, 8);
     run<double, 27, 2>(B, 4, 1, 8);
   }
+  // float64 n = 28-32, where the table launches split rows at 8 warps from n = 29 on
+  if (std::getenv("SIH_SPLIT_TABLE") != nullptr) {
+    run<double, 28, 2>(B, 4, 1, 8);
+    run<double, 29, 2>(B, 4, 1, 8);
+    run<double, 30, 2>(B, 4, 1, 8);
+    run<double, 31, 2>(B, 4, 1, 8);
+    run<double, 32, 2>(B, 4, 1, 8);
+  }
   return 0;
 }

@@ -220,15 +220,17 @@ TI_DEVICE int pivot_search_one_key(const double (&mag)[R], const bool (&valid)[R
   return 32 - static_cast<int>(best & 63u);
 }
 // Whether the inverse kernels at this n (every variant alike, so that they agree bit for bit) search pivots with
-// pivot_search_one_key: float64 at n = 13..27 but 24. One reduction a step instead of two. H100, small_lu_harness.cu
+// pivot_search_one_key: float64 at n = 13..28 but 24. One reduction a step instead of two. H100, small_lu_harness.cu
 // through tools/lu_ab.sh against pivot_search everywhere, best configuration each, TI_LU_INV_ONE_KEY=1
 // (history_s33_one_key_ab.log): n = 13-19 1.03-1.09x, 21 / 22 / 26 1.023 / 1.017 / 1.016x, 20, 23, 25, 27
 // 1.00-1.01x; n = 24 / 28 / 32 0.966 / 0.924 / 0.979x (ptxas allocates differently: 72 registers at n = 24, 80
-// before), n <= 12 0.99-1.01x. The split-rows kernel (n = 29-32 in the table) was not measured with it.
+// before), n <= 12 0.99-1.01x. The split-rows kernel (split_inverse_harness.cu, 8 warps, both builds twice):
+// n = 28 1.055x, which puts it ahead of the one-row kernel there (2.24 ms against 2.38; lu_tuning.h), n = 29 / 30 /
+// 31 / 32 0.977 / 0.998 / 0.985 / 0.99x.
 template <typename T, int N>
 constexpr bool inverse_one_key() {
   if (!std::is_same<T, double>::value || TI_LU_INV_ONE_KEY == 0) return false;
-  return TI_LU_INV_ONE_KEY == 1 || (N >= 13 && N <= 27 && N != 24);
+  return TI_LU_INV_ONE_KEY == 1 || (N >= 13 && N <= 28 && N != 24);
 }
 
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }

@@ -9,6 +9,9 @@
 // From tune_lu.py --dtypes float32 --n 13-32 on an H100 (2026-11-26), one entry taken: the float32 inverse at n = 31
 // with split rows (8 warps, -2), 1.034x the previous entry in lu_table_ab.py's same-run A/B; that run's 8 other
 // changed picks measured 0.97-1.00x there and were left out (history_s32_tune_f32.log).
+// Set by hand (2026-11-27): the float64 inverse at n = 28 with split rows at 8 warps (was one row, 4 warps), where
+// the inverse's one-key pivot search (small_lu.cuh, inverse_one_key) makes the split kernel 2.24 ms against the
+// one-row kernel's 2.38 (H100, split_inverse_harness.cu; history_s33_one_key_ab.log).
 #pragma once
 
 #include <cstdint>
@@ -31,13 +34,13 @@ constexpr int8_t kLuRows[4][33] = {
 };
 constexpr int8_t kInvWarps[4][33] = {
     {4, 1, 2, 1, 8, 1, 8, 1, 1, 1, 1, 1, 1, 1, 8, 1, 1, 8, 8, 8, 8, 8, 1, 2, 1, 2, 8, 1, 8, 8, 8, 8, 8},
-    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 1, 4, 8, 8, 8, 8},
+    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8},
     {4, 8, 1, 4, 8, 2, 1, 2, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 1, 1, 1, 1, 8, 8},
     {4, 4, 2, 1, 1, 2, 1, 1, 1, 1, 8, 8, 1, 1, 1, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1},
 };
 constexpr int8_t kInvRows[4][33] = {
     {1, 1, 2, 3, 2, -3, 3, -3, 4, 4, 4, 4, 3, 2, 2, 2, 2, 3, 4, 3, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, -2, 1},
-    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 1, 3, 1, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2},
+    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 1, 3, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2, -2},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
