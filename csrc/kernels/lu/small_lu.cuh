@@ -223,8 +223,8 @@ TI_DEVICE int pivot_search_one_key(const double (&mag)[R], const bool (&valid)[R
 // pivot_search_one_key: float64 at n = 13..28 but 24. One reduction a step instead of two. H100, small_lu_harness.cu
 // through tools/lu_ab.sh against pivot_search everywhere, best configuration each, TI_LU_INV_ONE_KEY=1
 // (history_s33_one_key_ab.log): n = 13-19 1.03-1.09x, 21 / 22 / 26 1.023 / 1.017 / 1.016x, 20, 23, 25, 27
-// 1.00-1.01x; n = 24 / 28 / 32 0.966 / 0.924 / 0.979x (ptxas allocates differently: 72 registers at n = 24, 80
-// before), n <= 12 0.99-1.01x. The split-rows kernel (split_inverse_harness.cu, 8 warps, both builds twice):
+// 1.00-1.01x; the one-row kernel at n = 24 / 28 / 32 0.966 / 0.924 / 0.979x (ptxas allocates differently: 72
+// registers at n = 24, 80 before), n <= 12 0.99-1.01x. The split-rows kernel (split_inverse_harness.cu, 8 warps, both builds twice):
 // n = 28 1.055x, which puts it ahead of the one-row kernel there (2.24 ms against 2.38; lu_tuning.h), n = 29 / 30 /
 // 31 / 32 0.977 / 0.998 / 0.985 / 0.99x.
 template <typename T, int N>
