@@ -165,9 +165,10 @@ if parts in ("transpose", "tiled"):
 import torch_inplace.linalg as TL
 # (float32 n = 4, 8, 12, 14, 18, 20, 26, float64 n = 2, 6, 14, 18 (rows 2-4) and complex64 n = 6: the unit tile.)
 lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 18, 20, 24, 26, 32)] + \
-           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 24, 27, 32)] + \
+           [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 24, 27, 28, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
-# (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_smem_chunks.)
+# (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_smem_chunks;
+# n = 28: the inverse's split rows at 8 warps in the table, with the one-key pivot search.)
 # TI_SANITIZE_LU_CASES=float64:23,24: only those (dtype, n) cases.
 if os.environ.get("TI_SANITIZE_LU_CASES"):
     dname, ns = os.environ["TI_SANITIZE_LU_CASES"].split(":")
