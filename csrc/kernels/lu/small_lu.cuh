@@ -162,18 +162,24 @@ TI_DEVICE uint32_t mag_field(uint32_t bits) {
 // Arg-max over the group's candidate rows (`valid`; R rows per lane): largest |value|, ties to the smallest
 // `pos`. Returns the winner's pos (the same in every lane of the group); `is_zero` tells whether the winning
 // magnitude is zero. Each lane first reduces its own R rows, then the group reduces across lanes.
-template <int G, int R>
-TI_DEVICE int pivot_search(const float (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
+// The arg-max on one 32-bit key per row: bits_of(s), row s's magnitude bits that order as integers (zero only for
+// zero), through mag_field.
+template <int G, int R, typename BitsOf>
+TI_DEVICE int pivot_search_bits(BitsOf bits_of, const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
   uint32_t key = 0u;
 #pragma unroll
   for (int s = 0; s < R; ++s) {
-    const uint32_t bits = __float_as_uint(mag[s]) & 0x7fffffffu;
-    const uint32_t k = valid[s] ? (mag_field(bits) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    const uint32_t k = valid[s] ? (mag_field(bits_of(s)) | static_cast<uint32_t>(32 - pos[s])) : 0u;
     key = k > key ? k : key;
   }
   const uint32_t best = group_max_u32<G>(key);
   is_zero = best < 64u;
   return 32 - static_cast<int>(best & 63u);
+}
+
+template <int G, int R>
+TI_DEVICE int pivot_search(const float (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
+  return pivot_search_bits<G, R>([&](int s) { return __float_as_uint(mag[s]) & 0x7fffffffu; }, valid, pos, is_zero);
 }
 
 // Doubles: the high word first, then the (truncated) low word among the rows that hold the maximal high word.
@@ -207,17 +213,11 @@ TI_DEVICE int pivot_search(const double (&mag)[R], const bool (&valid)[R], const
 template <int G, int R>
 TI_DEVICE int pivot_search_one_key(const double (&mag)[R], const bool (&valid)[R], const int (&pos)[R],
                                    bool& is_zero) {
-  uint32_t key = 0u;
-#pragma unroll
-  for (int s = 0; s < R; ++s) {
+  const auto top = [&](int s) {
     const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(mag[s])) & 0x7fffffffffffffffull;
-    const uint32_t top = static_cast<uint32_t>(bits >> 31);
-    const uint32_t k = valid[s] ? (mag_field(top | (bits != 0u ? 1u : 0u)) | static_cast<uint32_t>(32 - pos[s])) : 0u;
-    key = k > key ? k : key;
-  }
-  const uint32_t best = group_max_u32<G>(key);
-  is_zero = best < 64u;
-  return 32 - static_cast<int>(best & 63u);
+    return static_cast<uint32_t>(bits >> 31) | (bits != 0u ? 1u : 0u);  // zero only for zero
+  };
+  return pivot_search_bits<G, R>(top, valid, pos, is_zero);
 }
 // Whether the inverse kernels at this n (every variant alike, so that they agree bit for bit) search pivots with
 // pivot_search_one_key: float64 at n = 13..28 but 24. One reduction a step instead of two. H100, small_lu_harness.cu
