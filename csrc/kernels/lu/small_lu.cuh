@@ -224,13 +224,23 @@ TI_DEVICE int pivot_search_one_key(const double (&mag)[R], const bool (&valid)[R
 // through tools/lu_ab.sh against pivot_search everywhere, best configuration each, TI_LU_INV_ONE_KEY=1
 // (history_s33_one_key_ab.log): n = 13-19 1.03-1.09x, 21 / 22 / 26 1.023 / 1.017 / 1.016x, 20, 23, 25, 27
 // 1.00-1.01x; the one-row kernel at n = 24 / 28 / 32 0.966 / 0.924 / 0.979x (ptxas allocates differently: 72
-// registers at n = 24, 80 before), n <= 12 0.99-1.01x. The split-rows kernel (split_inverse_harness.cu, 8 warps, both builds twice):
-// n = 28 1.055x, which puts it ahead of the one-row kernel there (2.24 ms against 2.38; lu_tuning.h), n = 29 / 30 /
-// 31 / 32 0.977 / 0.998 / 0.985 / 0.99x.
+// registers at n = 24, 80 before), n <= 12 0.99-1.01x. The split-rows kernel (split_inverse_harness.cu, 8 warps,
+// both builds twice): n = 28 1.055x, which puts it ahead of the one-row kernel there (2.24 ms against 2.38;
+// lu_tuning.h), n = 29 / 30 / 31 / 32 0.977 / 0.998 / 0.985 / 0.99x.
 template <typename T, int N>
 constexpr bool inverse_one_key() {
   if (!std::is_same<T, double>::value || TI_LU_INV_ONE_KEY == 0) return false;
   return TI_LU_INV_ONE_KEY == 1 || (N >= 13 && N <= 28 && N != 24);
+}
+
+// The pivot search of a kernel: pivot_search_one_key where kOneKey (inverse_one_key) holds, pivot_search elsewhere.
+template <bool kOneKey, int G, int R, typename M>
+TI_DEVICE int pivot_search_as(const M (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
+  if constexpr (kOneKey) {
+    return pivot_search_one_key<G, R>(mag, valid, pos, is_zero);
+  } else {
+    return pivot_search<G, R>(mag, valid, pos, is_zero);
+  }
 }
 
 constexpr int next_pow2(int n) { return n <= 1 ? 1 : 2 * next_pow2((n + 1) / 2); }
@@ -691,7 +701,7 @@ TI_DEVICE void load_rows(const T* tile, int g, int i, T (&a)[R][N], bool (&pivot
 }
 
 // Step k's pivot: LAPACK's position `pr` of the group's largest candidate in column k (the same in every lane of
-// the group; kOneKey, float64: by pivot_search_one_key); `is_piv[s]` marks the one slot (of one lane) that holds it,
+// the group; kOneKey (inverse_one_key): by pivot_search_one_key); `is_piv[s]` marks the one slot (of one lane) that holds it,
 // `zero` a zero pivot column.
 template <typename T, int N, int R, bool kOneKey = false>
 TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int (&pos)[R], int k, bool& zero,
@@ -703,12 +713,7 @@ TI_DEVICE int find_pivot(const T (&a)[R][N], const bool (&pivoted)[R], const int
     mag[s] = abs1(a[s][k]);
     cand[s] = !pivoted[s];
   }
-  int pr;
-  if constexpr (kOneKey && std::is_same<T, double>::value) {
-    pr = pivot_search_one_key<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
-  } else {
-    pr = pivot_search<Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
-  }
+  const int pr = pivot_search_as<kOneKey, Geometry<T, N, R>::G, R>(mag, cand, pos, zero);
   any_piv = false;
 #pragma unroll
   for (int s = 0; s < R; ++s) {
@@ -1291,12 +1296,7 @@ __global__ void __launch_bounds__(256) split_inverse_kernel(const T* in, T* out,
       cand[s] = owner && !pivoted[s];
     }
     bool zero;
-    int pr;
-    if constexpr (inverse_one_key<T, N>()) {
-      pr = pivot_search_one_key<kWarpSize, R>(mag, cand, pos, zero);
-    } else {
-      pr = pivot_search<kWarpSize, R>(mag, cand, pos, zero);
-    }
+    const int pr = pivot_search_as<inverse_one_key<T, N>(), kWarpSize, R>(mag, cand, pos, zero);
     if (zero && my_info == 0) my_info = k + 1;
     bool is_piv[R], any_piv = false;
 #pragma unroll
