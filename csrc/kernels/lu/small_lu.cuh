@@ -56,6 +56,13 @@
 #ifndef TI_LU_INV_ONE_KEY
 #define TI_LU_INV_ONE_KEY -1
 #endif
+// small_inverse_kernel's column permutation (which row was pivoted at each step) with several lanes per matrix
+// (inverse_perm_at_end): -1 (default) written once at the end, each row at its pivot step, and read back 16 bytes at
+// a time, but for float64 n = 21 with 3 rows per lane; 0: the pivot lane writes entry k at step k and every lane
+// reads the n entries one by one, everywhere; 1: at the end everywhere (measurements).
+#ifndef TI_LU_PERM_AT_END
+#define TI_LU_PERM_AT_END -1
+#endif
 
 namespace torch_inplace {
 namespace kernels {
@@ -869,6 +876,19 @@ constexpr int inverse_smem_chunks() {
   const int keep = TI_LU_F64_SMEM_CHUNKS > 0 ? TI_LU_F64_SMEM_CHUNKS : (N >= 20 && N <= 27 ? 2 : 0);
   return keep < Geo::RowPad / Geo::kV ? keep : 0;
 }
+// Whether small_inverse_kernel writes its column permutation at the end (perm[my_step] = row, one store a row, then
+// 16-byte reads, perm_quad) rather than the pivot lane writing perm[k] at each step and every lane reading the n
+// entries one by one: 2n shared-memory instructions fewer per matrix where these kernels wait on that pipe. H100,
+// small_lu_harness.cu through tools/lu_ab.sh, the same bits, best configuration each (history_s34_perm_at_end_ab.log):
+// float32 inverse n = 7-32 1.00-1.10x (n = 14 / 16 / 18 / 19 / 22 / 27 / 31 1.076 / 1.073 / 1.090 / 1.075 / 1.057 /
+// 1.061 / 1.099x), n = 2-6 0.99-1.01x; float64 n = 18-20 1.06-1.10x, 22-32 1.01-1.03x (n = 24 1.019x), n <= 17
+// 0.99-1.02x. Float64 n = 21 with 3 rows per lane (the table's pick) ran 0.95-0.97x and keeps the old way. The
+// split-rows kernel, given the same change, ran 0.71-1.00x (n = 28 / 29 0.90 / 0.71x) and keeps it too.
+template <typename T, int N, int R>
+constexpr bool inverse_perm_at_end() {
+  if (Geometry<T, N, R>::G == 1 || TI_LU_PERM_AT_END == 0) return false;
+  return TI_LU_PERM_AT_END == 1 || !(std::is_same<T, double>::value && N == 21 && R == 3);
+}
 constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
 constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
 #define TI_LU_BOUNDS(regs) TI_LAUNCH_BOUNDS(lu_bound_threads(regs), lu_bound_blocks(regs))
@@ -1037,6 +1057,25 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 0>()))
   });
 }
 
+// Entries 4q..4q+3 (those below n) of an inverse's column permutation (entry k: the row pivoted at step k) from
+// shared memory, as one 16-byte load where the group's entries start 16-byte aligned (n % 4 == 0, or one group per
+// warp), else one by one. Read a quad at a time where they are used, so that the entries do not all hold registers.
+template <int N, int kGroups>
+TI_DEVICE void perm_quad(const int* perm, int q, int (&p)[4]) {
+  if constexpr (N % 4 == 0 || kGroups == 1) {
+    if (4 * q + 4 <= N) {
+      const int4 v = reinterpret_cast<const int4*>(perm)[q];
+      p[0] = v.x;
+      p[1] = v.y;
+      p[2] = v.z;
+      p[3] = v.w;
+      return;
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < 4; ++v) p[v] = 4 * q + v < N ? perm[4 * q + v] : 0;
+}
+
 // Inverse (getrf + getri semantics; info as getrf's, or not written where `info` is null: batched_inverse and
 // inverse_ return none). `in` may equal `out`. Same launch as small_lu_kernel.
 template <typename T, int N, int R = 1>
@@ -1050,6 +1089,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
   // Float64 with a row per lane: only the first kSmemChunks chunks of the pivot row (in the update's order) through
   // shared memory, the rest by shuffles (0: the whole row through shared memory).
   constexpr int kSmemChunks = inverse_smem_chunks<T, N, R>();
+  constexpr bool kPermAtEnd = inverse_perm_at_end<T, N, R>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const WarpSmem<T, N, R> sm(smem_raw + warp * Geo::kWarpSmemBytes);
@@ -1091,7 +1131,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
         }
         if constexpr (G > 1) {
           if constexpr (!kShfl) write_pivot_row<T, N, R, kSmemChunks>(row, a, is_piv, rc, k, 0);
-          perm[k] = slot * G + i;
+          if constexpr (!kPermAtEnd) perm[k] = slot * G + i;
         } else {
           own_perm[k] = slot;
         }
@@ -1143,20 +1183,45 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
         }
       }
     }
-    if constexpr (kShfl) warp_sync();  // perm was written lane by lane at each step
+    if constexpr (kPermAtEnd) {
+      // perm[k]: the row pivoted at step k, written by that row (one store a row instead of one a step, MIO).
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        if (s * G + i < N) perm[my_step[s]] = s * G + i;
+      }
+      warp_sync();
+    } else if constexpr (kShfl) {
+      warp_sync();  // perm was written lane by lane at each step
+    }
     // Row pivoted at step k is row k of the inverse; its slot j holds column perm[j] (column interchanges).
 #pragma unroll
     for (int s = 0; s < R; ++s) {
       if (s * G + i < N) {
+        if constexpr (kPermAtEnd) {
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-          int pj;
-          if constexpr (G == 1) {
-            pj = own_perm[j];
-          } else {
-            pj = perm[j];
+          for (int q = 0; q < (N + 3) / 4; ++q) {
+            int p4[4] = {};
+            if constexpr (G > 1) perm_quad<N, Geo::kGroups>(perm, q, p4);
+#pragma unroll
+            for (int v = 0; v < 4; ++v) {
+              const int j = 4 * q + v;
+              if (j < N) {
+                const int pj = G == 1 ? own_perm[j] : p4[v];
+                sm.tile[g * Geo::GS + my_step[s] * TS + pj] = mul(a[s][j], my_recip[s]);
+              }
+            }
           }
-          sm.tile[g * Geo::GS + my_step[s] * TS + pj] = mul(a[s][j], my_recip[s]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < N; ++j) {
+            int pj;
+            if constexpr (G == 1) {
+              pj = own_perm[j];
+            } else {
+              pj = perm[j];
+            }
+            sm.tile[g * Geo::GS + my_step[s] * TS + pj] = mul(a[s][j], my_recip[s]);
+          }
         }
       }
     }

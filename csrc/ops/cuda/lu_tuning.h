@@ -12,6 +12,10 @@
 // Set by hand (2026-11-27): the float64 inverse at n = 28 with split rows at 8 warps (was one row, 4 warps), where
 // the inverse's one-key pivot search (small_lu.cuh, inverse_one_key) makes the split kernel 2.24 ms against the
 // one-row kernel's 2.38 (H100, split_inverse_harness.cu; history_s33_one_key_ab.log).
+// Set by hand (2026-11-27): the float64 inverse at n = 20 with 3 rows per lane at 2 warps (was one row, 8 warps). Once
+// the inverse writes its column permutation at the end (small_lu.cuh, inverse_perm_at_end) that kernel takes
+// 1.076 ms against the one-row kernel's 1.155 (H100, small_lu_harness.cu through tools/lu_ab.sh, best of two runs;
+// history_s34_perm_at_end_ab.log).
 #pragma once
 
 #include <cstdint>
@@ -34,13 +38,13 @@ constexpr int8_t kLuRows[4][33] = {
 };
 constexpr int8_t kInvWarps[4][33] = {
     {4, 1, 2, 1, 8, 1, 8, 1, 1, 1, 1, 1, 1, 1, 8, 1, 1, 8, 8, 8, 8, 8, 1, 2, 1, 2, 8, 1, 8, 8, 8, 8, 8},
-    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8},
+    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 2, 1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8},
     {4, 8, 1, 4, 8, 2, 1, 2, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 1, 1, 1, 1, 8, 8},
     {4, 4, 2, 1, 1, 2, 1, 1, 1, 1, 8, 8, 1, 1, 1, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1},
 };
 constexpr int8_t kInvRows[4][33] = {
     {1, 1, 2, 3, 2, -3, 3, -3, 4, 4, 4, 4, 3, 2, 2, 2, 2, 3, 4, 3, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, -2, 1},
-    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 1, 3, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2, -2},
+    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2, -2},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
