@@ -58,8 +58,8 @@
 #endif
 // small_inverse_kernel's column permutation (which row was pivoted at each step) with several lanes per matrix
 // (inverse_perm_at_end): -1 (default) written once at the end, each row at its pivot step, and read back 16 bytes at
-// a time, but for float64 n = 21 with 3 rows per lane; 0: the pivot lane writes entry k at step k and every lane
-// reads the n entries one by one, everywhere; 1: at the end everywhere (measurements).
+// a time, but for three (dtype, n, rows per lane) where that measured slower; 0: the pivot lane writes entry k at
+// step k and every lane reads the n entries one by one, everywhere; 1: at the end everywhere (measurements).
 #ifndef TI_LU_PERM_AT_END
 #define TI_LU_PERM_AT_END -1
 #endif
@@ -882,12 +882,16 @@ constexpr int inverse_smem_chunks() {
 // small_lu_harness.cu through tools/lu_ab.sh, the same bits, best configuration each (history_s34_perm_at_end_ab.log):
 // float32 inverse n = 7-32 1.00-1.10x (n = 14 / 16 / 18 / 19 / 22 / 27 / 31 1.076 / 1.073 / 1.090 / 1.075 / 1.057 /
 // 1.061 / 1.099x), n = 2-6 0.99-1.01x; float64 n = 18-20 1.06-1.10x, 22-32 1.01-1.03x (n = 24 1.019x), n <= 17
-// 0.99-1.02x. Float64 n = 21 with 3 rows per lane (the table's pick) ran 0.95-0.97x and keeps the old way. The
-// split-rows kernel, given the same change, ran 0.71-1.00x (n = 28 / 29 0.90 / 0.71x) and keeps it too.
+// 0.99-1.02x. Three of lu_tuning.h's picks ran slower in the same run and keep the old way: float64 n = 21 with 3
+// rows per lane 0.95-0.97x, float64 n = 16 with 2 rows 0.97-0.98x, float32 n = 23 with 4 rows 0.95-0.98x (every
+// warp count). The split-rows kernel, given the same change, ran 0.71-1.00x (n = 28 / 29 0.90 / 0.71x) and keeps it
+// too.
 template <typename T, int N, int R>
 constexpr bool inverse_perm_at_end() {
   if (Geometry<T, N, R>::G == 1 || TI_LU_PERM_AT_END == 0) return false;
-  return TI_LU_PERM_AT_END == 1 || !(std::is_same<T, double>::value && N == 21 && R == 3);
+  constexpr bool kF64 = std::is_same<T, double>::value, kF32 = std::is_same<T, float>::value;
+  const bool slower = (kF64 && N == 21 && R == 3) || (kF64 && N == 16 && R == 2) || (kF32 && N == 23 && R == 4);
+  return TI_LU_PERM_AT_END == 1 || !slower;
 }
 constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
 constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
