@@ -1202,6 +1202,8 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
     for (int s = 0; s < R; ++s) {
       if (s * G + i < N) {
         if constexpr (kPermAtEnd) {
+          // (kPermAtEnd implies G > 1; the G tests below keep the form that was measured: ptxas allocated the
+          // several-rows kernels differently without them, the same instructions in another order.)
 #pragma unroll
           for (int q = 0; q < (N + 3) / 4; ++q) {
             int p4[4] = {};
