@@ -2,7 +2,8 @@
 per block, paper 001's nFTB) and, for float32 / float64, rows per lane (1 to 4: several rows per lane spend
 fewer instructions per matrix on the broadcast row and the pivot search; -3 for n <= 8: a lane per matrix, the pivot
 row in its registers; for the inverse with n > 16 also -2, rows split into two column parts: each lane reads half
-the broadcast row). Writes csrc/ops/cuda/lu_tuning.h (the
+the broadcast row; for the float64 inverse with n >= 9 also -4, the fp64 tensor-core kernel of
+kernels/lu/dmma_inverse.cuh, where the GPU has them). Writes csrc/ops/cuda/lu_tuning.h (the
 tables the kernels use) plus benchmarks/results/<gpu>/tune_lu.json. Rebuild the extension afterwards (or pass
 the JSON to bench_linalg.py --tuning to apply it without a rebuild).
 
@@ -32,9 +33,12 @@ DTYPES = [("float32", torch.float32), ("float64", torch.float64), ("complex64", 
 WARPS = [1, 2, 4, 8]
 SPLIT = -2  # lu::kSplitRows: split_inverse_kernel
 LANE = -3   # lu::kLaneRows: a lane per matrix (every row in one lane)
-ROWS = {"float32": [1, 2, 3, 4, LANE, SPLIT], "float64": [1, 2, 3, 4, LANE, SPLIT], "complex64": [1],
+TC = -4     # lu::kTensorCoreRows: the float64 inverse on the fp64 tensor cores (dmma_inverse_kernel)
+ROWS = {"float32": [1, 2, 3, 4, LANE, SPLIT], "float64": [1, 2, 3, 4, LANE, SPLIT, TC], "complex64": [1],
         "complex128": [1]}
-ROW_ORDER = {1: 0, 2: 1, 3: 2, 4: 3, LANE: 4, SPLIT: 5}  # preference among near-equal times
+ROW_ORDER = {1: 0, 2: 1, 3: 2, 4: 3, LANE: 4, SPLIT: 5, TC: 6}  # preference among near-equal times
+# The float64 inverse's best pick without the tensor cores, for GPUs that lack them (lu_kernel.cu falls back to it).
+FALLBACK = ("kInvWarpsNoTensorCores", "kInvRowsNoTensorCores")
 TABLES = (("lu", "kLuWarps", "kLuRows"), ("inverse", "kInvWarps", "kInvRows"))
 
 
@@ -44,6 +48,9 @@ def rows_supported(dname, n, r, kind):
     size = {"float32": 4, "float64": 8}.get(dname)
     if r == SPLIT:
         return kind == "inverse" and size is not None and n > 16
+    if r == TC:  # DmmaInverseGeometry::kSupported, on a GPU with fp64 tensor cores
+        return (kind == "inverse" and dname == "float64" and 9 <= n <= 32 and torch.version.hip is None
+                and torch.cuda.get_device_capability()[0] >= 8)
     if r == LANE:  # lane_supported
         return size is not None and 2 <= n <= 8
     return r == 1 or (size is not None and r < 2 * n and r * n * size <= (576 if r == 4 else 512))
@@ -66,6 +73,9 @@ def read_header(path):
             rows = re.findall(r"\{([^{}]*)\}", m.group(1)) if m else []
             out[name] = ([[int(v) for v in r.split(",")] for r in rows] if len(rows) == 4
                          else [[default] * 33 for _ in range(4)])
+    for name, table in zip(FALLBACK, ("kInvWarps", "kInvRows")):
+        m = re.search(name + r"\[33\] = \{([^{}]*)\};", text)
+        out[name] = [int(v) for v in m.group(1).split(",")] if m else list(out[table][1])
     return out
 
 
@@ -121,6 +131,12 @@ def main():
                 best = next(c for c in sorted(times, key=lambda c: (ROW_ORDER[c[1]], c[0]))
                             if times[c] <= 1.02 * fastest)
                 tables[wname][di][n], tables[rname][di][n] = best
+                if kind == "inverse" and dname == "float64":
+                    plain = {c: t for c, t in times.items() if c[1] != TC}
+                    fast = min(plain.values())
+                    fb = next(c for c in sorted(plain, key=lambda c: (ROW_ORDER[c[1]], c[0]))
+                              if plain[c] <= 1.02 * fast)
+                    tables[FALLBACK[0]][n], tables[FALLBACK[1]][n] = fb
                 rows_out.append({"kind": kind, "dtype": dname, "n": n, "batch": B,
                                  "ms": {f"w{w}r{r}": t for (w, r), t in times.items()},
                                  "best_warps": best[0], "best_rows": best[1]})
@@ -140,7 +156,9 @@ def main():
             f"// benchmarks/tune_lu.py on {dev} (2^20 matrices for n <= 16, 2^18 above; warps {WARPS}, rows",
             "// 1-4 for float32 / float64, -3 for n <= 8: a lane per matrix, and, for the inverse with n > 16, -2: "
             "rows",
-            "// split into two column parts, one matrix per warp). Do not edit by hand.",
+            "// split into two column parts, one matrix per warp; for the float64 inverse with n >= 9, -4: the fp64 "
+            "tensor",
+            "// cores). Do not edit by hand.",
         ]
     lines = comment + [
         "#pragma once", "", "#include <cstdint>", "", "namespace torch_inplace {", "namespace lu_cuda {", "",
@@ -152,6 +170,13 @@ def main():
             for di in range(4):
                 lines.append("    {" + ", ".join(str(v) for v in tables[name][di]) + "},")
             lines.append("};")
+    lines += ["",
+              "// The float64 inverse's picks where its table entry is the tensor-core kernel (-4) but that kernel "
+              "cannot run",
+              "// (compute capability below 8.0, HIP, TORCH_INPLACE_LU_DMMA_INVERSE=0): the best of the other kernels.",
+              ]
+    for name in FALLBACK:
+        lines += [f"constexpr int8_t {name}[33] = {{", "    " + ", ".join(str(v) for v in tables[name]) + "};"]
     lines += ["", "}  // namespace lu_cuda", "}  // namespace torch_inplace", ""]
     with open(args.header, "w") as f:
         f.write("\n".join(lines))

@@ -236,7 +236,8 @@ def test_tuning_op_validates_and_resets():
     bad = [(("qr", torch.float32, 4), "expected kind"), (("lu", torch.int32, 4), "expected dtype"),
            (("lu", torch.float32, 33), "expected 1 <= n <= 32"), (("lu", torch.float32, 4, 9), "expected warps"),
            (("inverse", torch.float32, 4, 2, 5), "expected rows"),
-           (("lu", torch.float64, 24, 1, -2), "split rows .* are for kind 'inverse' only")]
+           (("lu", torch.float64, 24, 1, -2), "split rows .* are for kind 'inverse' only"),
+           (("lu", torch.float64, 24, 1, -4), "the tensor-core kernel .* is for kind 'inverse' only")]
     for args, msg in bad:
         with pytest.raises(RuntimeError, match="_small_lu_tuning: " + msg):
             op(*args)
@@ -251,8 +252,10 @@ def test_tuning_op_validates_and_resets():
     assert op("lu", torch.float32, 6, 0, 0) == 0
     assert op("lu", torch.float64, 12, 1, -5) == 1       # the shared-memory kernel of n > 32
     assert op("lu", torch.float64, 12, 0, 0) == 0
+    assert op("inverse", torch.float64, 24, 6, -4) == 6  # the float64 tensor-core kernel
+    assert op("inverse", torch.float64, 24, 0, 0) == 0
     with pytest.raises(RuntimeError, match="_small_lu_tuning: expected rows .*-3 \\(a lane per matrix\\)"):
-        op("lu", torch.float32, 6, 1, -4)
+        op("lu", torch.float32, 6, 1, -6)
 
 
 @pytest.mark.parametrize("device", DEVICES)

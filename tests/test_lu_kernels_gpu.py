@@ -1,7 +1,8 @@
 """Every kernel variant of the small LU / inverse (rows per lane 1, 2, 3, 4; a lane per matrix, -3; the inverse's split
 rows, -2; several warps per block) forced through the private tuning op, against LAPACK and against each other. A variant only changes which
 lane holds which row (or which part of a row), never the arithmetic of an entry, so its results must equal the
-one-row-per-lane kernel's bit for bit. The shared-memory kernels of n > 32 (-5, medium_lu.cuh; forced at n <= 32)
+one-row-per-lane kernel's bit for bit. The float64 inverse on the fp64 tensor cores (-4) sums its updates in another
+order and is checked against LAPACK and torch.linalg instead. The shared-memory kernels of n > 32 (-5, medium_lu.cuh; forced at n <= 32)
 order their arithmetic differently and are checked against LAPACK: pivots, info, P L U = A and A X = I."""
 import pytest
 import torch
@@ -128,6 +129,83 @@ def test_medium_nan_inf_and_views():
         keep = base.clone()
         torch.testing.assert_close(TL.batched_inverse(view), torch.linalg.inv(view), rtol=1e-10, atol=1e-10)
         assert torch.equal(base, keep)
+
+
+TENSOR_CORES = -4  # the float64 inverse on the fp64 tensor cores (dmma_inverse.cuh): its own rounding
+
+
+def tensor_cores():
+    return torch.cuda.get_device_capability()[0] >= 8
+
+
+def inverse_with(n, warps, rows, A):
+    """batched_inverse_ex, batched_inverse and inverse_ of float64 A with (warps, rows) forced for the inverse."""
+    torch.ops.inplace._small_lu_tuning("inverse", torch.float64, n, warps, rows)
+    try:
+        X, info = TL.batched_inverse_ex(A)
+        Xn = TL.batched_inverse(A)
+        B = A.clone()
+        TL.inverse_(B)
+        torch.cuda.synchronize()
+    finally:
+        torch.ops.inplace._small_lu_tuning("inverse", torch.float64, n, 0, 0)
+    assert same(B, X) and same(Xn, X)
+    return X, info
+
+
+@pytest.mark.parametrize("n", range(9, 33))
+def test_tensor_core_inverse_matches_lapack(n):
+    """The float64 inverse on the fp64 tensor cores (blocked Gauss-Jordan, one matrix per warp) at every n it covers:
+    infos equal LAPACK's (an all-zero matrix, a zero column), A X = I, X = torch.linalg.inv(A); its warps per block
+    change only the grid (the same bits); in place, without info and on data 8 bytes off 16-byte alignment alike."""
+    if not tensor_cores():
+        pytest.skip("no fp64 tensor cores (compute capability below 8.0)")
+    batch = 1237  # the last block partial at every warps count
+    A = well_conditioned((batch,), n, torch.float64, "cuda", seed=300 + n)
+    A[5] = 0                       # singular: info 1
+    A[7, :, n // 2] = 0            # singular at step n // 2 + 1
+    info_ref = torch.linalg.lu_factor_ex(A.cpu()).info
+    ok = (info_ref == 0).cuda()
+    X, info = inverse_with(n, 1, TENSOR_CORES, A)
+    assert torch.equal(info.cpu(), info_ref)
+    eye = torch.eye(n, dtype=torch.float64, device="cuda")
+    torch.testing.assert_close(A[ok] @ X[ok], eye.expand(int(ok.sum()), n, n), rtol=0, atol=tol(torch.float64, n) * 20)
+    torch.testing.assert_close(X[ok], torch.linalg.inv(A[ok]), rtol=tol(torch.float64, n) * 10,
+                               atol=tol(torch.float64, n) * 10)
+    for warps in (3, 8):
+        Xw, infow = inverse_with(n, warps, TENSOR_CORES, A)
+        assert same(Xw, X) and torch.equal(infow, info)
+    store = torch.empty(batch * n * n + 1, dtype=torch.float64, device="cuda")
+    Au = store[1:].view(batch, n, n)
+    Au.copy_(A)
+    assert Au.data_ptr() % 16 != 0
+    Xu, infou = inverse_with(n, 8, TENSOR_CORES, Au)
+    assert same(Xu, X) and torch.equal(infou, info)
+
+
+def test_tensor_core_inverse_nan_inf_and_fallback(monkeypatch):
+    """NaN / inf inputs poison only their own matrices; TORCH_INPLACE_LU_DMMA_INVERSE=0 (as on GPUs without fp64
+    tensor cores) runs the table's kInv*NoTensorCores pick, bit for bit the kernel that pick forces."""
+    if not tensor_cores():
+        pytest.skip("no fp64 tensor cores (compute capability below 8.0)")
+    for n in (9, 20, 32):
+        A = well_conditioned((40,), n, torch.float64, "cuda", seed=n)
+        A[0, 0, 0] = float("nan")
+        A[1, n - 1, n - 1] = float("inf")
+        X, info = inverse_with(n, 2, TENSOR_CORES, A)
+        assert X[0].isnan().any() and not X[1].isfinite().all()
+        torch.testing.assert_close(X[2:], torch.linalg.inv(A[2:]), rtol=1e-10, atol=1e-10)
+    # n = 24: the table's tensor-core pick; n = 28: split rows at 8 warps without the tensor cores
+    for n, warps, rows in ((24, 8, 1), (28, 8, SPLIT)):
+        A = well_conditioned((300,), n, torch.float64, "cuda", seed=n)
+        X_tc = TL.batched_inverse(A)
+        monkeypatch.setenv("TORCH_INPLACE_LU_DMMA_INVERSE", "0")
+        X_plain = TL.batched_inverse(A)
+        monkeypatch.delenv("TORCH_INPLACE_LU_DMMA_INVERSE")
+        X_forced, _ = inverse_with(n, warps, rows, A)
+        assert same(X_plain, X_forced)
+        assert not same(X_tc, X_plain)  # the table's pick ran on the tensor cores (other rounding)
+        torch.testing.assert_close(X_tc, X_plain, rtol=1e-10, atol=1e-10)
 
 
 def test_nan_inf_every_variant():

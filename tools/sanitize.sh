@@ -202,6 +202,26 @@ for dtype, n in lu_cases:
     ok = bool(torch.isfinite(A.grad).all())
     bad += not ok
     print({"inverse_backward": str(dtype), "n": n}, "ok" if ok else "WRONG", flush=True)
+# The float64 inverse on the fp64 tensor cores (dmma_inverse.cuh; -4, compute capability 8.0 and up): one and eight
+# warps (76 KB of shared memory per block at n = 32), a batch ending mid-block; against torch.linalg, in place equal
+# to out of place.
+if torch.cuda.get_device_capability()[0] >= 8:
+    for n in (9, 17, 20, 24, 25, 31, 32):
+        if os.environ.get("TI_SANITIZE_LU_CASES") and (torch.float64, n) not in lu_cases:
+            continue
+        A = torch.randn(77, n, n, dtype=torch.float64, device="cuda") + n * torch.eye(n, dtype=torch.float64,
+                                                                                     device="cuda")
+        A = A[:, torch.randperm(n, device="cuda")].contiguous()
+        for warps in (1, 8):
+            torch.ops.inplace._small_lu_tuning("inverse", torch.float64, n, warps, -4)
+            X, info = TL.batched_inverse_ex(A)
+            B = A.clone()
+            TL.inverse_(B)
+            torch.ops.inplace._small_lu_tuning("inverse", torch.float64, n, 0, 0)
+            ok = (torch.equal(B, X) and int(info.abs().sum()) == 0
+                  and torch.allclose(X, torch.linalg.inv(A), rtol=1e-9, atol=1e-9))
+            bad += not ok
+            print({"tensor_core_inverse": n, "warps": warps}, "ok" if ok else "WRONG", flush=True)
 # Shared-memory kernels of 32 < n <= 64 (medium_lu.cuh; -5 forces them at n <= 32): against torch.linalg, in place
 # equal to out of place; complex128 n = 64 takes more than 48 KiB of shared memory per block.
 for dtype, n in ((torch.float32, 33), (torch.float64, 64), (torch.complex64, 40), (torch.complex128, 64),

@@ -100,7 +100,8 @@ int rows_override(int kind, int dtype_idx, int64_t n) {
 namespace {
 
 // Sets (>= 1) or resets (0) the overrides of one (kind, dtype, n); -1 leaves one as it is. Returns the warps
-// override (0: the table's). A rows count the kernel has no variant for runs with one row per lane.
+// override (0: the table's). A rows count the kernel has no variant for runs with one row per lane (so does the
+// tensor-core code for other dtypes or n, on GPUs below compute capability 8.0 and under HIP).
 int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t n, int64_t warps, int64_t rows) {
   const char* op = "_small_lu_tuning";
   const int k = kind == "lu" ? 0 : kind == "inverse" ? 1 : -1;
@@ -110,11 +111,14 @@ int64_t small_lu_tuning_op(c10::string_view kind, at::ScalarType dtype, int64_t 
   TORCH_CHECK(n >= 1 && n <= 32, op, ": expected 1 <= n <= 32, got ", n);
   TORCH_CHECK(warps >= -1 && warps <= 8, op, ": expected warps in [-1, 8] (-1 query, 0 reset), got ", warps);
   TORCH_CHECK(rows == -1 || rows == 0 || (rows >= 1 && rows <= 4) || rows == lu::kLaneRows ||
-                  rows == lu::kSplitRows || rows == lu::kMediumRows,
+                  rows == lu::kSplitRows || rows == lu::kTensorCoreRows || rows == lu::kMediumRows,
               op, ": expected rows -1 (keep), 0 (reset), 1, 2, 3, 4, ", lu::kLaneRows, " (a lane per matrix), ",
-              lu::kSplitRows, " (split rows, inverse only) or ", lu::kMediumRows,
+              lu::kSplitRows, " (split rows, inverse only), ", lu::kTensorCoreRows,
+              " (float64 tensor cores, inverse only) or ", lu::kMediumRows,
               " (the shared-memory kernel of n > 32), got ", rows);
   TORCH_CHECK(rows != lu::kSplitRows || k == 1, op, ": split rows (", lu::kSplitRows, ") are for kind 'inverse' only");
+  TORCH_CHECK(rows != lu::kTensorCoreRows || k == 1, op, ": the tensor-core kernel (", lu::kTensorCoreRows,
+              ") is for kind 'inverse' only");
   auto& slot = lu::overrides()[(k * 4 + d) * 33 + n];
   if (warps >= 0) slot.store(static_cast<int>(warps));
   if (rows != -1) lu::row_overrides()[(k * 4 + d) * 33 + n].store(static_cast<int>(rows));

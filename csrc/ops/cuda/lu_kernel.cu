@@ -1,10 +1,12 @@
 // CUDA/HIP kernels of lu_factor_ex, lu_factor_, batched_inverse_ex, batched_inverse and inverse_.
 //
 // n <= 32: the register kernels of kernels/lu/small_lu.cuh (paper 001), n a template parameter, warps per block
-// from lu_tuning.h (benchmarks/tune_lu.py). 32 < n <= 64: the shared-memory kernels of kernels/lu/medium_lu.cuh
-// (one matrix per block, n a run-time argument; lu_medium.cu). n > 64: delegated to torch.linalg
-// (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is not
-// graph-capturable.
+// from lu_tuning.h (benchmarks/tune_lu.py); for the float64 inverse at the n where the table says so, the fp64
+// tensor-core kernel of kernels/lu/dmma_inverse.cuh (compute capability 8.0 and up; elsewhere, or with
+// TORCH_INPLACE_LU_DMMA_INVERSE=0, the table's kInv*NoTensorCores entries). 32 < n <= 64: the shared-memory kernels
+// of kernels/lu/medium_lu.cuh (one matrix per block, n a run-time argument; lu_medium.cu). n > 64: delegated to
+// torch.linalg (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is
+// not graph-capturable.
 // Everything runs on the current stream; only check_errors=True syncs.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -14,6 +16,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+
 #include "kernels/lu/medium_lu.cuh"
 #include "kernels/lu/small_lu.cuh"
 #include "ops/cuda/lu_launch.cuh"
@@ -21,6 +25,19 @@
 #include "ops/lu_common.h"
 
 namespace torch_inplace {
+
+namespace lu_cuda {
+bool dmma_inverse_available() {
+#if TI_HIP
+  return false;
+#else
+  const char* v = std::getenv("TORCH_INPLACE_LU_DMMA_INVERSE");
+  if (v != nullptr && v[0] == '0' && v[1] == 0) return false;
+  return at::cuda::getCurrentDeviceProperties()->major >= 8;
+#endif
+}
+}  // namespace lu_cuda
+
 namespace {
 
 using kernels::lu::Cplx;
@@ -28,10 +45,16 @@ using kernels::lu::Cplx;
 constexpr int64_t kMaxSmallN = 32;
 constexpr int64_t kMaxMediumN = kernels::lu::kMediumMaxN;  // 64
 
+// The table's float64 inverse entry is the tensor-core kernel, which cannot run here: its kInv*NoTensorCores entry.
+bool table_tensor_cores_off(int kind, int d, int64_t n) {
+  return kind == 1 && d == 1 && lu_cuda::kInvRows[1][n] == lu::kTensorCoreRows && !lu_cuda::dmma_inverse_available();
+}
+
 int warps_for(int kind, at::ScalarType st, int64_t n) {
   const int d = lu::dtype_index(st);
   const int o = lu::tuning_override(kind, d, n);
   if (o > 0) return o;
+  if (table_tensor_cores_off(kind, d, n)) return lu_cuda::kInvWarpsNoTensorCores[n];
   return kind == 0 ? lu_cuda::kLuWarps[d][n] : lu_cuda::kInvWarps[d][n];
 }
 
@@ -39,6 +62,7 @@ int rows_for(int kind, at::ScalarType st, int64_t n) {
   const int d = lu::dtype_index(st);
   const int o = lu::rows_override(kind, d, n);
   if (o != 0) return o;
+  if (table_tensor_cores_off(kind, d, n)) return lu_cuda::kInvRowsNoTensorCores[n];
   return kind == 0 ? lu_cuda::kLuRows[d][n] : lu_cuda::kInvRows[d][n];
 }
 

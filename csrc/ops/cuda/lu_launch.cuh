@@ -17,8 +17,9 @@ namespace lu_cuda {
 
 // Raw element types: float, double, Cplx<float>, Cplx<double> (layout-compatible with c10::complex).
 // `rows`: rows per lane (1 to 4), lu::kLaneRows (-3, ops/lu_common.h: a lane per matrix) or, for the inverse,
-// lu::kSplitRows (-2: rows split into two column parts); a code the (T, n) has no kernel for falls back to 1
-// (rows_supported, lane_supported, SplitGeometry::kSupported).
+// lu::kSplitRows (-2: rows split into two column parts) or lu::kTensorCoreRows (-4: float64 on the fp64 tensor
+// cores); a code the (T, n) has no kernel for falls back to 1 (rows_supported, lane_supported,
+// SplitGeometry::kSupported, DmmaInverseGeometry::kSupported; the tensor cores also need dmma_inverse_available()).
 template <typename T, int N>
 void launch_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int warps, int rows,
                ti_stream_t stream);
@@ -38,6 +39,10 @@ void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, in
 // Shared-memory bytes one warp of the kernels needs (the launcher caps warps per block at 48 KiB per block).
 template <typename T, int N>
 int warp_smem_bytes();
+// Whether the float64 inverse may run on the fp64 tensor cores (lu::kTensorCoreRows) on the current device: CUDA,
+// compute capability 8.0 and up, and TORCH_INPLACE_LU_DMMA_INVERSE is not 0 (read at every call). Defined in
+// lu_kernel.cu.
+bool dmma_inverse_available();
 
 }  // namespace lu_cuda
 }  // namespace torch_inplace
@@ -51,9 +56,10 @@ int warp_smem_bytes();
 #include <cstdlib>
 #include <type_traits>
 
+#include "kernels/lu/dmma_inverse.cuh"
 #include "kernels/lu/inverse_backward.cuh"
 #include "kernels/lu/small_lu.cuh"
-#include "ops/lu_common.h"  // lu::kSplitRows
+#include "ops/lu_common.h"  // lu::kSplitRows, lu::kTensorCoreRows
 
 namespace torch_inplace {
 namespace lu_cuda {
@@ -228,11 +234,39 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+#if !TI_HIP
+// dmma_inverse_kernel: one matrix per warp, up to 8 warps per block; its shared memory passes 48 KiB per block at
+// 8 warps for n > 24 (76 KB at n = 32), which the kernel's raised limit allows.
+template <int N>
+static void launch_inverse_dmma(const double* in, double* out, int32_t* info, int64_t batch, int warps,
+                                ti_stream_t stream) {
+  using DG = kernels::lu::DmmaInverseGeometry<N>;
+  constexpr int kMaxDmmaSmem = 8 * DG::kWarpSmemBytes;
+  const int w = warps < 1 ? 1 : (warps > 8 ? 8 : warps);
+  const int smem = w * DG::kWarpSmemBytes;
+  if constexpr (kMaxDmmaSmem > kMaxBlockSmem) {
+    static SmemLimitRaised raised;
+    allow_block_smem(reinterpret_cast<const void*>(kernels::lu::dmma_inverse_kernel<N>), raised, smem, kMaxDmmaSmem);
+  }
+  const int64_t blocks = (batch + w - 1) / w;
+  kernels::lu::dmma_inverse_kernel<N>
+      <<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+#endif
+
 template <typename T, int N>
 void launch_inverse(const T* in, T* out, int32_t* info, int64_t batch, int warps, int rows, ti_stream_t stream) {
   if constexpr (N == 1) {
     launch_one_by_one<T, 1>(in, out, nullptr, info, batch, stream);
   } else {
+#if !TI_HIP
+    if constexpr (std::is_same<T, double>::value && kernels::lu::DmmaInverseGeometry<N>::kSupported) {
+      if (rows == lu::kTensorCoreRows && dmma_inverse_available()) {
+        return launch_inverse_dmma<N>(in, out, info, batch, warps, stream);
+      }
+    }
+#endif
     if constexpr (kernels::lu::SplitGeometry<T, N, 2>::kSupported) {
       if (rows == lu::kSplitRows) return launch_inverse_split<T, N>(in, out, info, batch, warps, stream);
     }

@@ -16,6 +16,10 @@
 // the inverse writes its column permutation at the end (small_lu.cuh, inverse_perm_at_end) that kernel takes
 // 1.076 ms against the one-row kernel's 1.155 (H100, small_lu_harness.cu through tools/lu_ab.sh, best of two runs;
 // history_s34_perm_at_end_ab.log).
+// Set by hand (2026-11-27): the float64 inverse at n = 20-24 and 27-32 on the fp64 tensor cores (rows -4,
+// dmma_inverse.cuh), warps from the same runs: 1.05-1.27x the entries before, which kInv*NoTensorCores keep for GPUs
+// without them (H100, benchmarks/dmma_inverse_harness.cu against the one-row kernel at 1-8 warps and these entries;
+// history_s35_dmma_inverse.log).
 #pragma once
 
 #include <cstdint>
@@ -38,16 +42,23 @@ constexpr int8_t kLuRows[4][33] = {
 };
 constexpr int8_t kInvWarps[4][33] = {
     {4, 1, 2, 1, 8, 1, 8, 1, 1, 1, 1, 1, 1, 1, 8, 1, 1, 8, 8, 8, 8, 8, 1, 2, 1, 2, 8, 1, 8, 8, 8, 8, 8},
-    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 2, 1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8},
+    {4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 8, 6, 8, 8, 8, 8, 8, 8, 8, 4},
     {4, 8, 1, 4, 8, 2, 1, 2, 1, 1, 1, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 1, 1, 1, 1, 8, 8},
     {4, 4, 2, 1, 1, 2, 1, 1, 1, 1, 8, 8, 1, 1, 1, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1},
 };
 constexpr int8_t kInvRows[4][33] = {
     {1, 1, 2, 3, 2, -3, 3, -3, 4, 4, 4, 4, 3, 2, 2, 2, 2, 3, 4, 3, 3, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, -2, 1},
-    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2, -2},
+    {1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, -4, -4, -4, -4, -4, 1, 1, -4, -4, -4, -4, -4, -4},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
+
+// The float64 inverse's picks where its table entry is the tensor-core kernel (-4) but that kernel cannot run
+// (compute capability below 8.0, HIP, TORCH_INPLACE_LU_DMMA_INVERSE=0): the best of the other kernels.
+constexpr int8_t kInvWarpsNoTensorCores[33] = {
+    4, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 2, 1, 1, 8, 1, 1, 1, 1, 2, 1, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8};
+constexpr int8_t kInvRowsNoTensorCores[33] = {
+    1, 1, 2, 3, 4, -3, 4, 4, 2, 3, 3, 3, 4, 2, 2, 2, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, -2, -2, -2, -2, -2};
 
 }  // namespace lu_cuda
 }  // namespace torch_inplace
