@@ -34,18 +34,6 @@ using namespace torch_inplace::kernels;
 
 constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
 
-double copy_gbps() {
-  const size_t bytes = size_t(1) << 30;
-  void *a, *b;
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&b, bytes));
-  CK(cudaMemset(a, 1, bytes));
-  const float ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-  return 2.0 * bytes / (ms * 1e-3) / 1e9;
-}
-
 // Per matrix: the largest |x - y| over the largest |y| (0 where y is not finite).
 __global__ void rel_diff(const double* x, const double* y, int nn, int64_t batch, double* out) {
   const int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;

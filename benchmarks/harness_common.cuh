@@ -1,6 +1,7 @@
-// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, shift_harness.cu,
-// tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error check, random matrices with moving pivots and
-// some singular ones, bitwise comparison and event timing (back to back, or each call queued behind a sleep kernel).
+// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu,
+// dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error
+// check, random matrices with moving pivots and some singular ones, bitwise comparison, event timing (back to back,
+// or each call queued behind a sleep kernel) and the device copy bandwidth.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,6 +72,19 @@ float time_ms(F&& launch) {
   }
   std::sort(ts.begin(), ts.end());
   return ts[ts.size() / 2];
+}
+
+// Device copy bandwidth (bytes read plus written per second, GB/s) of a 1 GiB copy, the roofline's speed.
+inline double copy_gbps() {
+  const size_t bytes = size_t(1) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  const float ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
 // Keeps the GPU busy for `cycles` clocks, so that calls enqueued behind it are timed on the GPU alone.

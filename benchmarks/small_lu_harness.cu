@@ -45,18 +45,6 @@ unsigned long long hash_of(const void* p, int64_t bytes) {
   return h;
 }
 
-double copy_gbps() {
-  const size_t bytes = size_t(1) << 30;
-  void *a, *b;
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&b, bytes));
-  CK(cudaMemset(a, 1, bytes));
-  const float ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-  return 2.0 * bytes / (ms * 1e-3) / 1e9;
-}
-
 template <typename Kernel>
 unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
   int64_t blocks = (batch + per_block - 1) / per_block;
