@@ -10,8 +10,9 @@
 //   - after the panel, every other column takes the panel's steps at once as a rank-4 update on the tensor cores,
 //     C += W R, with R the panel's pivot rows (outside the panel as they were before it) and W the panel's columns
 //     as the steps left them minus 1 at each pivot's place.
-// W R is the product of the panel's elementary transforms E = I + W S^T (S: the unit vectors of the pivot rows):
-// in-place Gauss-Jordan leaves E's columns at S in the panel's slots, so the panel minus S is W. The panel's rows keep
+// That update applies the panel's elementary transforms at once: their product is E = I + W S^T (S: the unit vectors
+// of the pivot rows), and in-place Gauss-Jordan leaves E's columns at S in the panel's slots, so the panel minus S
+// is W. The panel's rows keep
 // W itself (a pivot row's own slot holds 1 - 1 = 0 rather than 1: the same later updates, as that row is never a
 // pivot again), and the panel's columns of the matrix take W + S in the same instruction: S in the accumulators, the
 // identity in B. Mathematically these are small_inverse_kernel's steps, with its lazy row interchanges, unscaled
@@ -26,7 +27,8 @@
 //
 // Pivots: the largest magnitude in the column among the rows not yet pivoted, on one 32-bit key per row (the
 // magnitude's bits 31..62, as pivot_search_one_key: within about 2^-15 relative counts as a tie), ties to the
-// smallest row; info is getrf's (the first step whose column is exactly zero), as in the other kernels.
+// smallest row index (the register kernels break ties by LAPACK's row position; the inverse shows no pivots); info is
+// getrf's (the first step whose column is exactly zero), as in the other kernels.
 //
 // Measured (benchmarks/dmma_inverse_harness.cu, H100, 2^18 matrices, against the register kernels' best of one row
 // per lane at 1-8 warps and lu_tuning.h's pick): n = 20-24 1.05-1.27x, 27-32 1.04-1.27x; n = 17-19, 25, 26 slower
