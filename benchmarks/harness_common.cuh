@@ -1,4 +1,4 @@
-// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu,
+// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, medium_lu_harness.cu,
 // dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error
 // check, random matrices with moving pivots and some singular ones, bitwise comparison, event timing (back to back,
 // or each call queued behind a sleep kernel) and the device copy bandwidth.

@@ -64,6 +64,14 @@
 #define TI_LU_PERM_AT_END -1
 #endif
 
+// How the pivot lane of a kernel with several rows per lane writes each step's pivot row to shared memory
+// (write_pivot_row, slot_stores): -1 (default) each slot stores its own row where it holds the pivot, wherever that
+// measured faster; 0: the pivot slot's entries chosen by selects first (pick_slot), one store a chunk; 1: slot
+// stores wherever there are several rows per lane (measurements).
+#ifndef TI_LU_SLOT_STORES
+#define TI_LU_SLOT_STORES -1
+#endif
+
 namespace torch_inplace {
 namespace kernels {
 namespace lu {
@@ -754,10 +762,40 @@ TI_DEVICE Chunk<T> own_pivot_chunk(const T (&a)[R][N], const bool (&is_piv)[R], 
   return ch;
 }
 
+// Chunk c of step k's broadcast row from one slot's row `r` (the pivot's): as own_pivot_chunk without the choice.
+template <typename T, int N, int R>
+TI_DEVICE Chunk<T> slot_pivot_chunk(const T (&r)[N], T rc, int k, int c) {
+  using Geo = Geometry<T, N, R>;
+  Chunk<T> ch;
+#pragma unroll
+  for (int v = 0; v < Geo::kV; ++v) {
+    const int j = c * Geo::kV + v;
+    ch.v[v] = j == RcSlot<T, N, R>(k).j ? rc : (j < N ? r[j < N ? j : 0] : zero_of(T{}));
+  }
+  return ch;
+}
+
+// Whether write_pivot_row stores from each slot (TI_LU_SLOT_STORES) in the LU (kInverse false) or the inverse kernel.
+// By default where that measured faster, H200, against selects everywhere, the same bits
+// (history_s36_slot_stores.log):
+// - small_lu_harness.cu through tools/lu_ab.sh: the float LU with 3-4 rows per lane at n = 18-24 1.01-1.10x at 1-4
+//   warps, the float64 inverse at n = 14, 16, 17 1.02-1.13x; elsewhere 0.87-1.00x (more store instructions through
+//   the shared-memory pipe, which is busier at small n);
+// - the library's tuned launches (bench_linalg.py, GPU time, against the two runs before): the float LU at n = 20,
+//   21, 24 (1 warp a block) 1.11 / 1.03 / 1.03x, but n = 18, 19, 22, 23 (8 warps) 1.01 / 0.91 / 1.00 / 0.98x, so
+//   only the former; the float64 inverse at n = 14, 16, 17 1.07 / 1.06 / 1.20x.
+template <typename T, int N, int R, bool kInverse>
+constexpr bool slot_stores() {
+  if (R == 1 || TI_LU_SLOT_STORES == 0) return false;
+  if (TI_LU_SLOT_STORES == 1) return true;
+  if (kInverse) return std::is_same<T, double>::value && (N == 14 || N == 16 || N == 17);
+  return std::is_same<T, float>::value && R >= 3 && (N == 20 || N == 21 || N == 24);
+}
+
 // Step k's broadcast row from 16-byte chunk `c0` on, and the reciprocal (on its own where its chunk comes before
 // c0): the row every lane of the group reads after the next warp sync. kFromRc > 0: only that many chunks, from the
 // reciprocal's on in the order of small_inverse_kernel's update (one matrix per warp; inverse_smem_chunks).
-template <typename T, int N, int R, int kFromRc = 0>
+template <typename T, int N, int R, int kFromRc = 0, bool kInverse = false>
 TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c0) {
   using Geo = Geometry<T, N, R>;
   constexpr int kChunks = Geo::RowPad / Geo::kV;
@@ -771,9 +809,23 @@ TI_DEVICE void write_pivot_row(T* row, const T (&a)[R][N], const bool (&is_piv)[
     return;
   }
   if (rs.c < c0) row[rs.j] = rc;
+  if constexpr (slot_stores<T, N, R, kInverse>()) {
+    // Each slot stores its own row where it holds the pivot (one slot of one lane a group): R stores a chunk,
+    // where choosing the pivot slot's entries first (pick_slot) takes R - 1 selects an entry.
 #pragma unroll
-  for (int c = c0; c < kChunks; ++c) {
-    reinterpret_cast<Chunk<T>*>(row)[c] = own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
+    for (int s = 0; s < R; ++s) {
+      if (is_piv[s]) {
+#pragma unroll
+        for (int c = c0; c < kChunks; ++c) {
+          reinterpret_cast<Chunk<T>*>(row)[c] = slot_pivot_chunk<T, N, R>(a[s], rc, k, c);
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int c = c0; c < kChunks; ++c) {
+      reinterpret_cast<Chunk<T>*>(row)[c] = own_pivot_chunk<T, N, R>(a, is_piv, rc, k, c);
+    }
   }
 }
 
@@ -1134,7 +1186,7 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 1>()))
           }
         }
         if constexpr (G > 1) {
-          if constexpr (!kShfl) write_pivot_row<T, N, R, kSmemChunks>(row, a, is_piv, rc, k, 0);
+          if constexpr (!kShfl) write_pivot_row<T, N, R, kSmemChunks, true>(row, a, is_piv, rc, k, 0);
           if constexpr (!kPermAtEnd) perm[k] = slot * G + i;
         } else {
           own_perm[k] = slot;
