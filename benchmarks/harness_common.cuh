@@ -1,7 +1,7 @@
 // Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, medium_lu_harness.cu,
 // dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error
-// check, random matrices with moving pivots and some singular ones, bitwise comparison, event timing (back to back,
-// or each call queued behind a sleep kernel) and the device copy bandwidth.
+// check, random matrices with moving pivots and some singular ones, bitwise comparison and hashes of output bits, event
+// timing (back to back, or each call queued behind a sleep kernel) and the device copy bandwidth.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,6 +51,28 @@ __global__ void count_diff(const T* x, const T* y, int64_t total, unsigned long 
     }
   }
   if (d) atomicAdd(diff, d);
+}
+
+// Order-independent hash of `count` 32-bit words (position-weighted), summed with atomics.
+__global__ void hash_words(const uint32_t* w, int64_t count, unsigned long long* out) {
+  unsigned long long h = 0;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
+    unsigned long long x = (static_cast<unsigned long long>(w[e]) + 1) * (2 * static_cast<unsigned long long>(e) + 1);
+    x ^= x >> 29;
+    h += x * 0xBF58476D1CE4E5B9ull;
+  }
+  atomicAdd(out, h);
+}
+
+inline unsigned long long hash_of(const void* p, int64_t bytes) {
+  unsigned long long* d;
+  CK(cudaMalloc(&d, 8));
+  CK(cudaMemset(d, 0, 8));
+  hash_words<<<1024, 256>>>(static_cast<const uint32_t*>(p), bytes / 4, d);
+  unsigned long long h = 0;
+  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return h;
 }
 
 template <typename F>

@@ -16,27 +16,6 @@ using namespace torch_inplace::kernels;
 
 int64_t kBatch = int64_t(1) << 14;
 
-__global__ void hash_words(const uint32_t* w, int64_t count, unsigned long long* out) {
-  unsigned long long h = 0;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
-    unsigned long long x = (static_cast<unsigned long long>(w[e]) + 1) * (2 * static_cast<unsigned long long>(e) + 1);
-    x ^= x >> 29;
-    h += x * 0xBF58476D1CE4E5B9ull;
-  }
-  atomicAdd(out, h);
-}
-
-unsigned long long hash_of(const void* p, int64_t bytes) {
-  unsigned long long* d;
-  CK(cudaMalloc(&d, 8));
-  CK(cudaMemset(d, 0, 8));
-  hash_words<<<1024, 256>>>(static_cast<const uint32_t*>(p), bytes / 4, d);
-  unsigned long long h = 0;
-  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
-  CK(cudaFree(d));
-  return h;
-}
-
 // max |(A X - I)[i][j]| over matrices m < 64 but the singular ones of fill (m % 97 == 5), as float bits (atomicMax).
 template <typename T>
 __global__ void residual(const T* a, const T* x, int n, unsigned* out) {

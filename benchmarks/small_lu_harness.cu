@@ -23,28 +23,6 @@ constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(
 constexpr int64_t kBatch = batch_of(1);  // n = 1 (the elementwise kernel) and the buffers' size
 constexpr int kMaxBlockSmem = 48 * 1024;
 
-// Order-independent hash of `count` 32-bit words (position-weighted), summed with atomics.
-__global__ void hash_words(const uint32_t* w, int64_t count, unsigned long long* out) {
-  unsigned long long h = 0;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
-    unsigned long long x = (static_cast<unsigned long long>(w[e]) + 1) * (2 * static_cast<unsigned long long>(e) + 1);
-    x ^= x >> 29;
-    h += x * 0xBF58476D1CE4E5B9ull;
-  }
-  atomicAdd(out, h);
-}
-
-unsigned long long hash_of(const void* p, int64_t bytes) {
-  unsigned long long* d;
-  CK(cudaMalloc(&d, 8));
-  CK(cudaMemset(d, 0, 8));
-  hash_words<<<1024, 256>>>(static_cast<const uint32_t*>(p), bytes / 4, d);
-  unsigned long long h = 0;
-  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
-  CK(cudaFree(d));
-  return h;
-}
-
 template <typename Kernel>
 unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
   int64_t blocks = (batch + per_block - 1) / per_block;
