@@ -746,33 +746,36 @@ struct RcSlot {
   TI_DEVICE constexpr explicit RcSlot(int k) : j(Geo::kRcInPad ? N : k), c(j / Geo::kV), v(j % Geo::kV) {}
 };
 
-// Entry j of step k's broadcast row: the pivot slot's entry, the pivot's reciprocal `rc` at RcSlot, zeros past N.
+// Entry j of step k's broadcast row: the pivot row's entry `x` (its entry j), the pivot's reciprocal `rc` at RcSlot,
+// zeros past N.
 template <typename T, int N, int R>
-TI_DEVICE T pivot_entry(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int j) {
-  return j == RcSlot<T, N, R>(k).j ? rc : (j < N ? pick_slot<T, N, R>(a, is_piv, j < N ? j : 0) : zero_of(T{}));
+TI_DEVICE T pivot_entry(T x, T rc, int k, int j) {
+  return j == RcSlot<T, N, R>(k).j ? rc : (j < N ? x : zero_of(T{}));
 }
 
-// Chunk c of step k's broadcast row, from the pivot slot's registers.
-template <typename T, int N, int R>
-TI_DEVICE Chunk<T> own_pivot_chunk(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c) {
-  using Geo = Geometry<T, N, R>;
-  Chunk<T> ch;
-#pragma unroll
-  for (int v = 0; v < Geo::kV; ++v) ch.v[v] = pivot_entry<T, N, R>(a, is_piv, rc, k, c * Geo::kV + v);
-  return ch;
-}
-
-// Chunk c of step k's broadcast row from one slot's row `r` (the pivot's): as own_pivot_chunk without the choice.
-template <typename T, int N, int R>
-TI_DEVICE Chunk<T> slot_pivot_chunk(const T (&r)[N], T rc, int k, int c) {
+// Chunk c of step k's broadcast row, the pivot row's entry j (j < N) from entry(j).
+template <typename T, int N, int R, typename Entry>
+TI_DEVICE Chunk<T> pivot_chunk_from(Entry&& entry, T rc, int k, int c) {
   using Geo = Geometry<T, N, R>;
   Chunk<T> ch;
 #pragma unroll
   for (int v = 0; v < Geo::kV; ++v) {
     const int j = c * Geo::kV + v;
-    ch.v[v] = j == RcSlot<T, N, R>(k).j ? rc : (j < N ? r[j < N ? j : 0] : zero_of(T{}));
+    ch.v[v] = pivot_entry<T, N, R>(entry(j < N ? j : 0), rc, k, j);
   }
   return ch;
+}
+
+// Chunk c of step k's broadcast row, from the pivot slot's registers.
+template <typename T, int N, int R>
+TI_DEVICE Chunk<T> own_pivot_chunk(const T (&a)[R][N], const bool (&is_piv)[R], T rc, int k, int c) {
+  return pivot_chunk_from<T, N, R>([&](int j) { return pick_slot<T, N, R>(a, is_piv, j); }, rc, k, c);
+}
+
+// Chunk c of step k's broadcast row from one slot's row `r` (the pivot's): as own_pivot_chunk without the choice.
+template <typename T, int N, int R>
+TI_DEVICE Chunk<T> slot_pivot_chunk(const T (&r)[N], T rc, int k, int c) {
+  return pivot_chunk_from<T, N, R>([&](int j) { return r[j]; }, rc, k, c);
 }
 
 // Whether write_pivot_row stores from each slot (TI_LU_SLOT_STORES) in the LU (kInverse false) or the inverse kernel.
