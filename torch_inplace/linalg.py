@@ -17,6 +17,10 @@ ops) a non-contiguous tensor; nothing is written then. The in-place ops take con
 resolved copy written back through the view, as PyTorch does.
 
 Every function here can be called from TorchScript (``torch.jit.script``), where it calls the operator directly.
+
+torch.func: every op has a vmap batching rule (one call over the batch); under grad-type transforms (``grad``,
+``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``) and with ``torch.autograd.forward_ad``, the functions here go
+through ``torch.autograd.Function`` twins of the C++ autograd (``torch_inplace/_func.py``), to any order.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import NamedTuple
 import torch
 
 from . import _C  # noqa: F401  (registers torch.ops.inplace.*)
+from . import _func  # vmap rules; the autograd.Function twins used under torch.func transforms
 
 __all__ = [
     "lu_factor",
@@ -85,6 +90,9 @@ def lu_factor(A: torch.Tensor) -> LUFactorResult:
     if torch.jit.is_scripting():
         LU, pivots = torch.ops.inplace.lu_factor(A)
         return LUFactorResult(LU, pivots)
+    if _func.transforms_active():
+        LU, pivots, _ = _func.lu_factor_ex(A, False)
+        return LUFactorResult(LU, pivots)
     return LUFactorResult(*_lu_factor(A))
 
 
@@ -98,6 +106,8 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResul
     if torch.jit.is_scripting():
         LU, pivots, info = torch.ops.inplace.lu_factor_ex(A, check_errors=check_errors)
         return LUFactorExResult(LU, pivots, info)
+    if _func.transforms_active():
+        return LUFactorExResult(*_func.lu_factor_ex(A, check_errors))
     if not check_errors:
         return LUFactorExResult(*_lu_factor_ex(A))
     return LUFactorExResult(*_lu_factor_ex(A, check_errors=True))
@@ -112,6 +122,8 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.lu_factor_(A)
+    if _func.transforms_active():
+        return _func.lu_factor_(A)
     return _lu_factor_(A)
 
 
@@ -121,6 +133,8 @@ def batched_inverse(A: torch.Tensor) -> torch.Tensor:
     (a third of the bytes moved at ``n = 1``); the inverse has the same bits as :func:`batched_inverse_ex`'s."""
     if torch.jit.is_scripting():
         return torch.ops.inplace.batched_inverse(A)
+    if _func.transforms_active():
+        return _func.batched_inverse(A)
     return _batched_inverse(A)
 
 
@@ -131,6 +145,8 @@ def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseEx
     if torch.jit.is_scripting():
         X, info = torch.ops.inplace.batched_inverse_ex(A, check_errors=check_errors)
         return InverseExResult(X, info)
+    if _func.transforms_active():
+        return InverseExResult(*_func.batched_inverse_ex(A, check_errors))
     if not check_errors:
         return InverseExResult(*_batched_inverse_ex(A))
     return InverseExResult(*_batched_inverse_ex(A, check_errors=True))
@@ -144,4 +160,6 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.inverse_(A)
+    if _func.transforms_active():
+        return _func.inverse_(A)
     return _inverse_(A)

@@ -79,6 +79,13 @@ void check_transposable_dtype(at::ScalarType dtype, const char* op, const char* 
 
 void check_transposable(const at::Tensor& self, const char* op, CheckLevel level) {
   TORCH_CHECK(self.defined(), op, ": expected a tensor, got an undefined tensor");
+  // torch.func's wrappers (vmap's batched tensors, grad / jvp's tensor wrappers) have no storage of their own and
+  // cache their sizes, which an in-place change of shape would leave stale.
+  TORCH_CHECK(!self.key_set().has_any(c10::DispatchKeySet(
+                  {c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper})),
+              op, ": expected a plain tensor, got a torch.func transform's tensor (vmap, grad, jvp, jacrev, ...); the "
+              "op changes the tensor's shape in place, which those transforms cannot follow: use x.mT.contiguous() "
+              "inside transformed functions");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
   check_transposable_dtype(self.scalar_type(), op, "tensor");
   TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),

@@ -160,6 +160,14 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
 // which fake tensors refuse; torch_inplace registers its fake implementation (a plain empty tensor).
 TORCH_LIBRARY_IMPL(inplace, CompositeExplicitAutograd, m) { m.impl("empty_transposable", &empty_transposable_op); }
 
+// Under vmap the ops would otherwise run per sample on views of the batched storage (functorch's fallback), and be
+// refused as views; a batched tensor is refused up front, naming the transform (check_transposable).
+TORCH_LIBRARY_IMPL(inplace, FuncTorchBatched, m) {
+  m.impl("transpose_", &transpose_composite);
+  m.impl("aos_to_soa_", &aos_to_soa_composite);
+  m.impl("soa_to_aos_", &soa_to_aos_composite);
+}
+
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("transpose_", &transpose_composite);
   m.impl("aos_to_soa_", &aos_to_soa_composite);

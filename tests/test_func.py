@@ -1,0 +1,217 @@
+"""torch.func transforms (vmap, grad, vjp, jvp, jacrev, jacfwd, hessian) and forward-mode AD over the LU / inverse
+ops (torch_inplace/_func.py), against the same transforms over torch.linalg; the transposition ops refuse them."""
+import warnings
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
+
+import torch_inplace
+import torch_inplace.linalg as TL
+from conftest import LINALG_DEVICES as DEVICES, same_bits, well_conditioned
+
+ops = torch.ops.inplace
+
+
+def _lu_lu(A):
+    return TL.lu_factor(A).LU
+
+
+def _lu_ex_lu(A):
+    return TL.lu_factor_ex(A).LU
+
+
+def _inv_ex_x(A):
+    return TL.batched_inverse_ex(A).inverse
+
+
+def _inverse_inplace(A):
+    B = A * 1  # a non-leaf copy: what the in-place op overwrites
+    TL.inverse_(B)
+    return B
+
+
+def _lu_inplace(A):
+    B = A * 1
+    TL.lu_factor_(B)
+    return B
+
+
+# (name, ours, torch.linalg's)
+DIFFERENTIABLE = [
+    ("batched_inverse", TL.batched_inverse, torch.linalg.inv),
+    ("batched_inverse_ex", _inv_ex_x, torch.linalg.inv),
+    ("inverse_", _inverse_inplace, torch.linalg.inv),
+    ("lu_factor", _lu_lu, lambda A: torch.linalg.lu_factor(A).LU),
+    ("lu_factor_ex", _lu_ex_lu, lambda A: torch.linalg.lu_factor(A).LU),
+    ("lu_factor_", _lu_inplace, lambda A: torch.linalg.lu_factor(A).LU),
+]
+IDS = [d[0] for d in DIFFERENTIABLE]
+
+
+# ---- vmap --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex128])
+@pytest.mark.parametrize("n", [1, 4, 17, 33])
+def test_vmap_is_one_batched_call(device, dtype, n):
+    # Through the public functions and the raw ops alike; the vmapped dim anywhere (in_dims), nested vmaps.
+    A = well_conditioned((6,), n, dtype, device, seed=n)
+    A[2] = 0  # singular: info set, the same under vmap
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")
+        for f, g in ((TL.batched_inverse, ops.batched_inverse), (TL.lu_factor, ops.lu_factor),
+                     (TL.lu_factor_ex, ops.lu_factor_ex), (TL.batched_inverse_ex, ops.batched_inverse_ex)):
+            want = f(A)
+            for fn in (f, g):
+                got = vmap(fn)(A)
+                got2 = vmap(fn, in_dims=2)(A.permute(1, 2, 0).contiguous())
+                got3 = vmap(vmap(fn))(A.view(2, 3, n, n))
+                for w, a, b, c in zip(*(x if isinstance(x, tuple) else (x,) for x in (want, got, got2, got3))):
+                    assert same_bits(a, w) and same_bits(b, w), fn
+                    assert same_bits(c.reshape(w.shape), w), fn
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vmap_check_errors_raises(device):
+    A = well_conditioned((4,), 3, torch.float64, device)
+    A[1] = 0
+    with pytest.raises(torch.linalg.LinAlgError):
+        vmap(lambda a: TL.batched_inverse_ex(a, check_errors=True))(A)
+    with pytest.raises(RuntimeError, match="is zero"):  # the error torch.linalg.lu_factor_ex raises
+        vmap(lambda a: TL.lu_factor_ex(a, check_errors=True))(A)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("raw", [False, True], ids=["public", "op"])
+def test_vmap_inplace_writes_the_input(device, raw):
+    # vmap over an in-place op mutates the batched input itself, whether the vmapped dim is the physical first one
+    # (one in-place call) or not (computed out of place and copied back).
+    n = 5
+    inv_ = ops.inverse_ if raw else TL.inverse_
+    lu_ = ops.lu_factor_ if raw else TL.lu_factor_
+    for in_dim in (0, 1):
+        A = well_conditioned((4,), n, torch.float64, device, seed=in_dim)
+        phys = A.clone() if in_dim == 0 else A.transpose(0, 1).contiguous()  # (n, 4, n) for in_dim 1
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*performance drop.*")
+            vmap(inv_, in_dims=in_dim)(phys)
+        assert same_bits(phys.movedim(in_dim, 0).contiguous(), TL.batched_inverse(A))
+        phys = A.clone() if in_dim == 0 else A.transpose(0, 1).contiguous()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*performance drop.*")
+            pivots = vmap(lu_, in_dims=in_dim)(phys)
+        LU, want_piv = TL.lu_factor(A)
+        assert same_bits(phys.movedim(in_dim, 0).contiguous(), LU) and torch.equal(pivots, want_piv)
+
+
+# ---- reverse and forward mode through torch.func -------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,ours,theirs", DIFFERENTIABLE, ids=IDS)
+def test_grad_vjp_jacrev_jacfwd_hessian(device, name, ours, theirs):
+    A = well_conditioned((), 4, torch.float64, device, seed=1)
+    W = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).to(device)
+
+    def loss(f):
+        return lambda a: (f(a) * W).sum() + (f(a) ** 2).sum()
+
+    torch.testing.assert_close(grad(loss(ours))(A), grad(loss(theirs))(A))
+    (_, pull) = vjp(ours, A)
+    (_, pull_ref) = vjp(theirs, A)
+    torch.testing.assert_close(pull(W)[0], pull_ref(W)[0])
+    torch.testing.assert_close(jacrev(ours)(A), jacrev(theirs)(A))
+    torch.testing.assert_close(jacfwd(ours)(A), jacrev(theirs)(A))
+    torch.testing.assert_close(hessian(loss(ours))(A), hessian(loss(theirs))(A))
+    y, t = jvp(ours, (A,), (W,))
+    y_ref, t_ref = jvp(theirs, (A,), (W,))
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(t, t_ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("name,ours,theirs", DIFFERENTIABLE, ids=IDS)
+def test_forward_ad(device, dtype, name, ours, theirs):
+    # torch.linalg on the CPU (LAPACK's pivots, which ours follow; on GPUs torch may pivot complex LU differently).
+    A = well_conditioned((3,), 5, dtype, "cpu", seed=3)
+    T = well_conditioned((3,), 5, dtype, "cpu", seed=4)
+    with fwAD.dual_level():
+        got = fwAD.unpack_dual(ours(fwAD.make_dual(A.to(device), T.to(device))))
+        want = fwAD.unpack_dual(theirs(fwAD.make_dual(A, T)))
+    torch.testing.assert_close(got.primal.cpu(), want.primal)
+    torch.testing.assert_close(got.tangent.cpu(), want.tangent)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("f", [TL.batched_inverse, _inv_ex_x, _lu_lu, _lu_ex_lu], ids=["inv", "inv_ex", "lu", "lu_ex"])
+def test_gradcheck_forward_and_batched(device, dtype, f):
+    # Numerical checks of the forward-mode formulas (the transform path) and of vmapped backward (batched grads).
+    A = well_conditioned((2,), 3, dtype, device, seed=5).requires_grad_()
+    assert torch.autograd.gradcheck(f, (A,), check_forward_ad=True, check_batched_grad=True,
+                                    check_batched_forward_grad=True)
+    assert torch.autograd.gradgradcheck(f, (A,), check_fwd_over_rev=True, check_rev_over_rev=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_per_sample_gradients(device):
+    # The usual functorch recipe: vmap over grad, one gradient per sample, as a loop of single-sample grads.
+    A = well_conditioned((6,), 4, torch.float64, device, seed=6)
+
+    def loss(a):
+        return TL.batched_inverse(a).abs().sum() + TL.lu_factor(a).LU.sin().sum()
+
+    per_sample = vmap(grad(loss))(A)
+    loop = torch.stack([grad(loss)(a) for a in A])
+    torch.testing.assert_close(per_sample, loop)
+    torch.testing.assert_close(grad(lambda a: vmap(loss)(a).sum())(A), loop)
+
+
+# ---- refusals ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_refusals_under_transforms(device):
+    A = well_conditioned((2,), 4, torch.float64, device)
+    for f, name in ((TL.inverse_, "inverse_"), (TL.lu_factor_, "lu_factor_")):
+        with pytest.raises(RuntimeError, match=rf"{name}: expected a contiguous tensor"):
+            grad(lambda a: f(a.mT * 1).sum())(A)
+        with pytest.raises(RuntimeError, match=rf"{name}: expected square matrices"):
+            grad(lambda a: f(a[..., :3] * 1).sum())(A)
+        with pytest.raises(RuntimeError, match=rf"{name}: expected dtype float32, float64"):
+            vmap(f)(torch.zeros(2, 3, 3, dtype=torch.int32, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["transpose_", "aos_to_soa_", "soa_to_aos_"])
+def test_transposition_refuses_transforms(device, op):
+    # The op changes the tensor's shape in place, which the transforms' wrappers (cached sizes, no storage) cannot
+    # follow: refused before a byte moves, naming torch.func, both through the public function and the raw op.
+    f = getattr(torch_inplace, op)
+    x = torch.randn(3, 4, 5, device=device)
+    before = x.clone()
+    for fn in (f, getattr(ops, op)):
+        with pytest.raises(RuntimeError, match=rf"{op}: expected a plain tensor, got a torch.func"):
+            vmap(fn)(x)
+        with pytest.raises(RuntimeError, match=rf"{op}: expected a plain tensor, got a torch.func"):
+            grad(lambda a: fn(a * 1).sum())(x[0])
+        with pytest.raises(RuntimeError, match=rf"{op}: expected a plain tensor, got a torch.func"):
+            jvp(lambda a: fn(a * 1), (x[0],), (x[1],))
+    assert torch.equal(x, before)
+
+
+def test_plain_calls_take_the_cpp_path():
+    # Outside transforms the public functions call the ops directly (C++ autograd: TorchScript / LibTorch's path).
+    from torch_inplace import _func
+
+    assert not _func.transforms_active()
+    A = well_conditioned((2,), 3, torch.float64, "cpu").requires_grad_()
+    assert "CppFunction" in type(TL.batched_inverse(A).grad_fn).__name__
+    with fwAD.dual_level():
+        assert _func.transforms_active()
+    seen = []
+    vmap(lambda a: seen.append(_func.transforms_active()) or a)(A.detach())  # vmap alone: the ops directly
+    grad(lambda a: seen.append(_func.transforms_active()) or a.sum())(A.detach())
+    vmap(grad(lambda a: seen.append(_func.transforms_active()) or a.sum()))(A.detach())
+    assert seen == [False, True, True]
