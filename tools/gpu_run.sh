@@ -46,6 +46,7 @@ bench() {
   local rc=0
   if [ -f benchmarks/bench_transpose.py ]; then $PY benchmarks/bench_transpose.py ${BENCH_ARGS:-} || rc=1; fi
   if [ -f benchmarks/bench_linalg.py ]; then $PY benchmarks/bench_linalg.py ${LINALG_ARGS:-} || rc=1; fi
+  if [ -f benchmarks/bench_func.py ]; then $PY benchmarks/bench_func.py || rc=1; fi
   $PY benchmarks/demo.py || rc=1
   # where the transpose time goes (per kernel), and the fused rotation against its separate step
   $PY benchmarks/profile_transpose_kernels.py > "$OUT/profile.log" 2>&1 || rc=1

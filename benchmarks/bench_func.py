@@ -1,0 +1,109 @@
+"""torch.func over the small LU / inverse ops against the same transforms over torch.linalg (GPU).
+
+Per (dtype, n), B = 2^16 matrices (2^14 for n > 16), same inputs, lone calls (CUDA events, median of 9 after warm-up,
+host cost included: the transforms' Python layers are part of what a user pays):
+- direct:      torch_inplace.batched_inverse(A)                     (no transform, the reference for vmap's cost)
+- vmap_inv:    vmap(batched_inverse)(A)        vs vmap(torch.linalg.inv)(A)
+- vmap_lu:     vmap(lu_factor)(A)              vs vmap(torch.linalg.lu_factor)(A)
+- per_sample:  vmap(grad(loss))(A)             vs the same with torch.linalg.inv; loss(a) = (inv(a) * W).sum()
+- jvp_inv:     jvp(batched_inverse, A, T)      vs jvp(torch.linalg.inv, A, T)     (forward mode)
+- jvp_lu:      jvp(lu_factor.LU, A, T)         vs jvp(torch.linalg.lu_factor.LU, A, T)
+Every result is checked against torch's (relative max error). Ratios are torch's time over ours.
+
+    python benchmarks/bench_func.py [--n 4,8,16,32] [--dtypes float32,float64] [--name bench_func]
+"""
+import argparse
+import json
+import os
+import statistics
+
+import torch
+from torch.func import grad, jvp, vmap
+
+import torch_inplace as TL
+
+
+def bench(fn, reps=9, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def make(B, n, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    A = torch.randn(B, n, n, device="cuda", dtype=dtype, generator=g)
+    A += (2.0 * n) ** 0.5 * torch.eye(n, device="cuda", dtype=dtype)
+    perm = torch.randperm(n, device="cuda", generator=g)
+    return A[:, perm, :].contiguous()
+
+
+def rel_err(x, ref):
+    return ((x - ref).abs().amax() / ref.abs().amax()).item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", default="4,8,16,32")
+    ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--name", default="bench_func")
+    args = ap.parse_args()
+    dev = torch.cuda.get_device_name()
+    rows = []
+    for dname in args.dtypes.split(","):
+        dtype = getattr(torch, dname)
+        tol = 1e-3 if dtype == torch.float32 else 1e-9
+        for n in (int(v) for v in args.n.split(",")):
+            B = 1 << 16 if n <= 16 else 1 << 14
+            A, T = make(B, n, dtype, seed=n), make(B, n, dtype, seed=100 + n)
+            W = torch.randn(n, n, device="cuda", dtype=dtype)
+
+            def loss_ours(a):
+                return (TL.batched_inverse(a) * W).sum()
+
+            def loss_torch(a):
+                return (torch.linalg.inv(a) * W).sum()
+
+            cases = {
+                "vmap_inv": (lambda: vmap(TL.batched_inverse)(A), lambda: vmap(torch.linalg.inv)(A)),
+                "vmap_lu": (lambda: vmap(TL.lu_factor)(A).LU, lambda: vmap(torch.linalg.lu_factor)(A).LU),
+                "per_sample": (lambda: vmap(grad(loss_ours))(A), lambda: vmap(grad(loss_torch))(A)),
+                "jvp_inv": (lambda: jvp(TL.batched_inverse, (A,), (T,))[1],
+                            lambda: jvp(torch.linalg.inv, (A,), (T,))[1]),
+                "jvp_lu": (lambda: jvp(lambda a: TL.lu_factor(a).LU, (A,), (T,))[1],
+                           lambda: jvp(lambda a: torch.linalg.lu_factor(a).LU, (A,), (T,))[1]),
+            }
+            direct_ms = bench(lambda: TL.batched_inverse(A))
+            for name, (ours, theirs) in cases.items():
+                err = rel_err(ours(), theirs())
+                ok = err <= tol * n
+                ours_ms, torch_ms = bench(ours), bench(theirs)
+                row = dict(dtype=dname, n=n, batch=B, case=name, ours_ms=ours_ms, torch_ms=torch_ms,
+                           speedup=torch_ms / ours_ms, rel_err=err, ok=ok, direct_inverse_ms=direct_ms)
+                rows.append(row)
+                print(f"{dname} n={n:2d} B={B} {name:10s} ours {ours_ms:8.3f} ms torch {torch_ms:8.3f} ms "
+                      f"x{torch_ms / ours_ms:6.2f} err {err:.1e} {'ok' if ok else 'WRONG'} "
+                      f"(direct inverse {direct_ms:.3f} ms)", flush=True)
+    by_case = {}
+    for r in rows:
+        by_case.setdefault(r["case"], []).append(r["speedup"])
+    for case, s in by_case.items():
+        print(f"## {case}: median x{statistics.median(s):.2f}, min x{min(s):.2f} over {len(s)} (dtype, n)")
+    print(f"## all results ok: {all(r['ok'] for r in rows)}")
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", dev.replace(" ", "_"))
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, args.name + ".json"), "w") as f:
+        json.dump(dict(device=dev, torch=torch.__version__, command="python benchmarks/bench_func.py "
+                       f"--n {args.n} --dtypes {args.dtypes} --name {args.name}", rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
