@@ -20,34 +20,9 @@ import statistics
 import torch
 from torch.func import grad, jvp, vmap
 
-import torch_inplace as TL
+from bench_linalg import bench, make_inputs, rel_err  # same directory (and it puts the repo on sys.path)
 
-
-def bench(fn, reps=9, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
-
-
-def make(B, n, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    A = torch.randn(B, n, n, device="cuda", dtype=dtype, generator=g)
-    A += (2.0 * n) ** 0.5 * torch.eye(n, device="cuda", dtype=dtype)
-    perm = torch.randperm(n, device="cuda", generator=g)
-    return A[:, perm, :].contiguous()
-
-
-def rel_err(x, ref):
-    return ((x - ref).abs().amax() / ref.abs().amax()).item()
+import torch_inplace as TL  # noqa: E402
 
 
 def main():
@@ -63,7 +38,7 @@ def main():
         tol = 1e-3 if dtype == torch.float32 else 1e-9
         for n in (int(v) for v in args.n.split(",")):
             B = 1 << 16 if n <= 16 else 1 << 14
-            A, T = make(B, n, dtype, seed=n), make(B, n, dtype, seed=100 + n)
+            A, T = make_inputs(B, n, dtype, seed=n), make_inputs(B, n, dtype, seed=100 + n)
             W = torch.randn(n, n, device="cuda", dtype=dtype)
 
             def loss_ours(a):
@@ -81,11 +56,13 @@ def main():
                 "jvp_lu": (lambda: jvp(lambda a: TL.lu_factor(a).LU, (A,), (T,))[1],
                            lambda: jvp(lambda a: torch.linalg.lu_factor(a).LU, (A,), (T,))[1]),
             }
-            direct_ms = bench(lambda: TL.batched_inverse(A))
+            reps = 9
+
+            direct_ms = bench(lambda: TL.batched_inverse(A), reps, warmup=3)
             for name, (ours, theirs) in cases.items():
                 err = rel_err(ours(), theirs())
                 ok = err <= tol * n
-                ours_ms, torch_ms = bench(ours), bench(theirs)
+                ours_ms, torch_ms = bench(ours, reps, warmup=3), bench(theirs, reps, warmup=3)
                 row = dict(dtype=dname, n=n, batch=B, case=name, ours_ms=ours_ms, torch_ms=torch_ms,
                            speedup=torch_ms / ours_ms, rel_err=err, ok=ok, direct_inverse_ms=direct_ms)
                 rows.append(row)
