@@ -215,3 +215,51 @@ def test_plain_calls_take_the_cpp_path():
     grad(lambda a: seen.append(_func.transforms_active()) or a.sum())(A.detach())
     vmap(grad(lambda a: seen.append(_func.transforms_active()) or a.sum()))(A.detach())
     assert seen == [False, True, True]
+
+
+# ---- the raw ops and torch.compile: torch.linalg stands in under grad-type transforms and forward AD -----------------
+
+RAW = [
+    ("batched_inverse", lambda A: ops.batched_inverse(A), torch.linalg.inv),
+    ("batched_inverse_ex", lambda A: ops.batched_inverse_ex(A)[0], torch.linalg.inv),
+    ("lu_factor", lambda A: ops.lu_factor(A)[0], lambda A: torch.linalg.lu_factor(A).LU),
+    ("lu_factor_ex", lambda A: ops.lu_factor_ex(A)[0], lambda A: torch.linalg.lu_factor(A).LU),
+    ("inverse_", lambda A: ops.inverse_(A * 1), torch.linalg.inv),
+    ("lu_factor_", lambda A: (lambda B: (ops.lu_factor_(B), B)[1])(A * 1), lambda A: torch.linalg.lu_factor(A).LU),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,ours,theirs", RAW, ids=[r[0] for r in RAW])
+def test_raw_ops_under_grad_transforms_and_forward_ad(device, name, ours, theirs):
+    A = well_conditioned((2,), 4, torch.float64, device, seed=7)
+    T = well_conditioned((2,), 4, torch.float64, device, seed=8)
+    torch.testing.assert_close(grad(lambda a: ours(a).sin().sum())(A), grad(lambda a: theirs(a).sin().sum())(A))
+    torch.testing.assert_close(jvp(ours, (A,), (T,))[1], jvp(theirs, (A,), (T,))[1])
+    torch.testing.assert_close(jacrev(ours)(A[0]), jacrev(theirs)(A[0]))
+    with fwAD.dual_level():
+        got = fwAD.unpack_dual(ours(fwAD.make_dual(A, T))).tangent
+        want = fwAD.unpack_dual(theirs(fwAD.make_dual(A, T))).tangent
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("transform", ["vmap", "grad", "jvp", "vmap_grad"])
+def test_compiled_transforms(transform):
+    # torch.compile(fullgraph=True) over transformed code calling the public functions.
+    A = well_conditioned((3,), 4, torch.float64, "cpu", seed=9)
+    T = well_conditioned((3,), 4, torch.float64, "cpu", seed=10)
+
+    def program(inv, lu):
+        def loss(a):
+            return (inv(a) * T[0]).sum() + lu(a).sum()
+
+        return {
+            "vmap": lambda a: vmap(inv)(a * 2) + vmap(lu)(a),
+            "grad": lambda a: grad(loss)(a[0]),
+            "jvp": lambda a: jvp(inv, (a,), (T,))[1] + jvp(lu, (a,), (T,))[1],
+            "vmap_grad": lambda a: vmap(grad(loss))(a),
+        }[transform]
+
+    torch._dynamo.reset()
+    got = torch.compile(program(TL.batched_inverse, _lu_lu), fullgraph=True, backend="aot_eager")(A)
+    torch.testing.assert_close(got, program(torch.linalg.inv, lambda a: torch.linalg.lu_factor(a).LU)(A))

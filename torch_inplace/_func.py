@@ -12,8 +12,10 @@ for Python callers:
   (:func:`transforms_active`; under vmap alone the ops are called directly): ``torch.func.grad``, ``vjp``, ``jvp``,
   ``jacrev``, ``jacfwd``, ``hessian`` and ``torch.autograd.forward_ad`` then work through them.
 
-Called directly, ``torch.ops.inplace.*`` keep the C++ autograd (vmap works there too; grad-type transforms and
-forward-mode AD raise PyTorch's error for C++ Functions).
+Called directly (and from TorchScript, LibTorch, or code that torch.compile traces), ``torch.ops.inplace.*`` run
+their batching rules under vmap, and under grad-type transforms or with forward-mode tangents their C++ autograd
+hands the call to torch.linalg's differentiable ops (``csrc/ops/autograd/lu_autograd.cpp``: the same semantics,
+torch's kernels).
 """
 from __future__ import annotations
 
@@ -34,6 +36,10 @@ def transforms_active() -> bool:
     if _fwad._current_level >= 0:
         return True
     if not torch._C._are_functorch_transforms_active():
+        return False
+    if torch.compiler.is_compiling():
+        # Dynamo traces a Function's forward with the transform's wrappers (and cannot trace the stack query): the
+        # ops themselves then, whose C++ autograd hands wrapped calls to torch.linalg (lu_autograd.cpp).
         return False
     return any(i.key() != _VMAP for i in torch._C._functorch.get_interpreter_stack())
 

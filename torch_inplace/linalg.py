@@ -20,7 +20,8 @@ Every function here can be called from TorchScript (``torch.jit.script``), where
 
 torch.func: every op has a vmap batching rule (one call over the batch); under grad-type transforms (``grad``,
 ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``) and with ``torch.autograd.forward_ad``, the functions here go
-through ``torch.autograd.Function`` twins of the C++ autograd (``torch_inplace/_func.py``), to any order.
+through ``torch.autograd.Function`` twins of the C++ autograd (``torch_inplace/_func.py``), to any order; called
+as ``torch.ops.inplace.*`` there, the C++ autograd hands the call to ``torch.linalg``.
 """
 from __future__ import annotations
 

@@ -156,10 +156,21 @@ class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
   }
 };
 
+// Where a torch::autograd::Function cannot run: under torch.func's grad-type transforms (grad, vjp, jvp, jacrev, ...:
+// their tensor wrappers) and with forward-mode AD tangents (torch.autograd.forward_ad). torch.linalg's differentiable
+// ops stand in there, with their derivatives of any order in both modes (the same semantics: no raise for singular
+// input without check_errors, 1-based int32 pivots, info). torch_inplace's Python functions route such eager calls to
+// autograd.Function twins over these kernels instead (torch_inplace/_func.py); this serves the raw ops, TorchScript
+// and LibTorch callers, and torch.compile's traces of transformed code.
+bool linalg_stands_in(const at::Tensor& A) {
+  return A.key_set().has(c10::DispatchKey::FuncTorchGradWrapper) || A._fw_grad(/*level=*/0).defined();
+}
+
 // Each wrapper validates first, so a bad input is refused before autograd or a backend sees it. Calls that
 // record no gradient (records_autograd) go straight to the backend; in-place ones bump the version counter.
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  if (linalg_stands_in(A)) return at::linalg_inv_ex(A, check_errors);
   if (!records_autograd(A)) return inverse_ex_below(A, check_errors);
   auto r = BatchedInverseEx::apply(A, check_errors);
   return {r[0], r[1]};
@@ -167,6 +178,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor&
 
 at::Tensor batched_inverse_autograd(const at::Tensor& A) {
   lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  if (linalg_stands_in(A)) return std::get<0>(at::linalg_inv_ex(A));
   if (!records_autograd(A)) return inverse_below(A);
   return BatchedInverse::apply(A)[0];
 }
@@ -174,6 +186,10 @@ at::Tensor batched_inverse_autograd(const at::Tensor& A) {
 void inverse_data_autograd(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   check_inplace_autograd(A);
+  if (linalg_stands_in(A)) {
+    A.copy_(std::get<0>(at::linalg_inv_ex(A)));
+    return;
+  }
   if (!records_autograd(A)) {
     inverse_data_below(A);
     torch::autograd::impl::bump_version(A);
@@ -184,6 +200,7 @@ void inverse_data_autograd(at::Tensor& A) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  if (linalg_stands_in(A)) return at::linalg_lu_factor_ex(A, /*pivot=*/true, check_errors);
   if (!records_autograd(A)) return lu_factor_ex_below(A, check_errors);
   auto r = LuFactorEx::apply(A, check_errors);
   return {r[0], r[1], r[2]};
@@ -192,6 +209,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::T
 at::Tensor lu_factor__autograd(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
   check_inplace_autograd(A);
+  if (linalg_stands_in(A)) {
+    auto [LU, pivots, info] = at::linalg_lu_factor_ex(A);
+    A.copy_(LU);
+    return pivots;
+  }
   if (!records_autograd(A)) {
     at::Tensor pivots = lu_factor__below(A);
     torch::autograd::impl::bump_version(A);
