@@ -9,6 +9,8 @@ host cost included: the transforms' Python layers are part of what a user pays):
 - jvp_inv:     jvp(batched_inverse, A, T)      vs jvp(torch.linalg.inv, A, T)     (forward mode)
 - jvp_lu:      jvp(lu_factor.LU, A, T)         vs jvp(torch.linalg.lu_factor.LU, A, T)
 Every result is checked against torch's (relative max error). Ratios are torch's time over ours.
+Then the host's cost per call of the vmapped ops on 256 matrices of 4 x 4 (the GPU keeps up, so the host is the bound:
+what the batching rules cost), against the direct calls and vmap over torch.linalg.
 
     python benchmarks/bench_func.py [--n 4,8,16,32] [--dtypes float32,float64] [--name bench_func]
 """
@@ -21,6 +23,7 @@ import torch
 from torch.func import grad, jvp, vmap
 
 from bench_linalg import bench, make_inputs, rel_err  # same directory (and it puts the repo on sys.path)
+from bench_overhead import host_us  # same directory: microseconds per enqueued call
 
 import torch_inplace as TL  # noqa: E402
 
@@ -75,11 +78,32 @@ def main():
     for case, s in by_case.items():
         print(f"## {case}: median x{statistics.median(s):.2f}, min x{min(s):.2f} over {len(s)} (dtype, n)")
     print(f"## all results ok: {all(r['ok'] for r in rows)}")
+    host = host_costs()
     out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", dev.replace(" ", "_"))
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, args.name + ".json"), "w") as f:
         json.dump(dict(device=dev, torch=torch.__version__, command="python benchmarks/bench_func.py "
-                       f"--n {args.n} --dtypes {args.dtypes} --name {args.name}", rows=rows), f, indent=1)
+                       f"--n {args.n} --dtypes {args.dtypes} --name {args.name}", rows=rows, host_us=host), f, indent=1)
+
+
+def host_costs(calls=3000):
+    """Microseconds of host time per call, 256 float32 4 x 4 matrices."""
+    A = torch.randn(256, 4, 4, device="cuda") + 4 * torch.eye(4, device="cuda")
+    ops = torch.ops.inplace
+    cases = [("TL.batched_inverse", lambda: TL.batched_inverse(A)),
+             ("vmap(TL.batched_inverse)", lambda: vmap(TL.batched_inverse)(A)),
+             ("vmap(ops.batched_inverse)", lambda: vmap(ops.batched_inverse)(A)),
+             ("vmap(torch.linalg.inv)", lambda: vmap(torch.linalg.inv)(A)),
+             ("TL.lu_factor", lambda: TL.lu_factor(A)),
+             ("vmap(TL.lu_factor)", lambda: vmap(TL.lu_factor)(A)),
+             ("vmap(ops.lu_factor)", lambda: vmap(ops.lu_factor)(A)),
+             ("vmap(torch.linalg.lu_factor)", lambda: vmap(torch.linalg.lu_factor)(A)),
+             ("vmap(torch.neg)", lambda: vmap(torch.neg)(A))]
+    out = {}
+    for name, fn in cases:
+        out[name] = host_us(fn, calls)
+        print(f"host per call, 256 x (4 x 4) float32: {name:30s} {out[name]:7.1f} us", flush=True)
+    return out
 
 
 if __name__ == "__main__":

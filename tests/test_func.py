@@ -73,6 +73,51 @@ def test_vmap_is_one_batched_call(device, dtype, n):
                     assert same_bits(c.reshape(w.shape), w), fn
 
 
+VMAP_OPS = [
+    ("batched_inverse", TL.batched_inverse, ops.batched_inverse),
+    ("batched_inverse_ex", TL.batched_inverse_ex, ops.batched_inverse_ex),
+    ("lu_factor", TL.lu_factor, ops.lu_factor),
+    ("lu_factor_ex", TL.lu_factor_ex, ops.lu_factor_ex),
+    ("inverse_", TL.inverse_, ops.inverse_),
+    ("lu_factor_", TL.lu_factor_, ops.lu_factor_),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,public,raw", VMAP_OPS, ids=[v[0] for v in VMAP_OPS])
+def test_vmap_checks_the_samples(device, name, public, raw):
+    # The batching rules validate the per-sample (logical) tensor: a batch of 4 vectors of length 4 is refused, not
+    # taken for one 4 x 4 matrix, and the errors name the shape a sample has. Nothing is written.
+    vecs = torch.randn(4, 4, dtype=torch.float64, device=device)
+    rect = torch.randn(4, 3, 5, dtype=torch.float64, device=device)
+    before = (vecs.clone(), rect.clone())
+    for fn in (public, raw):
+        with pytest.raises(RuntimeError, match=rf"{name}: expected a tensor of shape \(\.\.\., n, n\) with at least 2 "
+                                               r"dims, got a 1-D tensor of shape \[4\]"):
+            vmap(fn)(vecs)
+        with pytest.raises(RuntimeError, match=rf"{name}: expected square matrices \(\.\.\., n, n\), got shape "
+                                               r"\[3, 5\]"):
+            vmap(fn)(rect)
+    assert torch.equal(vecs, before[0]) and torch.equal(rect, before[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vmap_with_unbatched_operands(device):
+    # Inside vmap, a call on a tensor the transform does not batch runs as a plain call.
+    C = well_conditioned((2,), 3, torch.float64, device, seed=3)
+    xs = torch.randn(5, 2, 3, 3, dtype=torch.float64, device=device)
+    got = vmap(lambda x: TL.batched_inverse(C) + x)(xs)
+    torch.testing.assert_close(got, TL.batched_inverse(C) + xs)
+    got = vmap(lambda x: ops.lu_factor_ex(C)[0] * x)(xs)
+    torch.testing.assert_close(got, TL.lu_factor(C).LU * xs)
+    # Nested: the inner vmap calls the op on a tensor only the outer vmap batches (the outer level's rule runs it).
+    ys = xs[:, 0]
+    got = vmap(lambda c: vmap(lambda y: TL.batched_inverse(c) + y)(ys))(C)
+    torch.testing.assert_close(got, TL.batched_inverse(C)[:, None] + ys[None])
+    got = vmap(lambda c: vmap(lambda y: ops.lu_factor(c)[0] * y)(ys))(C)
+    torch.testing.assert_close(got, TL.lu_factor(C).LU[:, None] * ys[None])
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_vmap_check_errors_raises(device):
     A = well_conditioned((4,), 3, torch.float64, device)

@@ -4,13 +4,14 @@ The ops' autograd is C++ (``torch::autograd::Function``), so that TorchScript an
 them too; PyTorch cannot run such a Function under torch.func transforms or with forward-mode AD. This module adds,
 for Python callers:
 
-- vmap batching rules (``torch.library.register_vmap``) for every LU / inverse op: the ops take any batch dims, so a
-  vmapped call is one call over the physical tensor with the vmapped dim moved to the front (no per-sample loop);
 - ``torch.autograd.Function`` twins of the differentiable ops (the same kernels forward, backward and forward-mode
   derivatives written with differentiable torch ops, so that they compose to any order), which the public functions
   of :mod:`torch_inplace.linalg` use while a torch.func transform or a forward-mode AD level is active
-  (:func:`transforms_active`; under vmap alone the ops are called directly): ``torch.func.grad``, ``vjp``, ``jvp``,
-  ``jacrev``, ``jacfwd``, ``hessian`` and ``torch.autograd.forward_ad`` then work through them.
+  (:func:`transforms_active`): ``torch.func.grad``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
+  ``torch.autograd.forward_ad`` then work through them;
+- vmap batching rules for every LU / inverse op (kernels on the FuncTorchBatched key): the ops take any batch dims,
+  so a vmapped call is one call over the physical tensor with the vmapped dim moved to the front (no per-sample
+  loop). Under vmap alone the ops are called directly and run these rules.
 
 Called directly (and from TorchScript, LibTorch, or code that torch.compile traces), ``torch.ops.inplace.*`` run
 their batching rules under vmap, and under grad-type transforms or with forward-mode tangents their C++ autograd
@@ -31,8 +32,8 @@ _VMAP = torch._C._functorch.TransformType.Vmap
 
 def transforms_active() -> bool:
     """Whether the ops' C++ autograd cannot run here: a ``torch.autograd.forward_ad`` level is active, or a torch.func
-    transform other than vmap (grad, vjp, jvp, jacrev, ...). Under vmap alone the ops run as they are (their batching
-    rules below; regular autograd outside the vmap still works through the C++ Functions)."""
+    transform other than vmap (grad, vjp, jvp, jacrev, ...). Under vmap alone the ops run as they are (their
+    batching rules below; regular autograd outside the vmap still works through the C++ Functions)."""
     if _fwad._current_level >= 0:
         return True
     if not torch._C._are_functorch_transforms_active():
@@ -44,7 +45,7 @@ def transforms_active() -> bool:
     return any(i.key() != _VMAP for i in torch._C._functorch.get_interpreter_stack())
 
 
-def check_inplace(A: torch.Tensor, op: str, any_strides: bool = False) -> None:
+def check_inplace(A: torch.Tensor, op: str) -> None:
     """The in-place ops' refusals (as ``csrc/ops/lu.cpp``'s ``check_input``) for the transform path, which
     computes out of place and copies back: the contract stays the same. Under vmap, where the batched tensor's
     strides depend on where the transform put the vmapped dim (not on the caller), any strides are taken."""
@@ -55,68 +56,115 @@ def check_inplace(A: torch.Tensor, op: str, any_strides: bool = False) -> None:
         raise RuntimeError(f"{op}: expected square matrices (..., n, n), got shape {list(A.shape)}")
     if A.dtype not in _DTYPES:
         raise RuntimeError(f"{op}: expected dtype float32, float64, complex64 or complex128, got {A.dtype}")
-    if not any_strides and not torch._C._functorch.is_batchedtensor(A) and not A.is_contiguous():
+    if not torch._C._functorch.is_batchedtensor(A) and not A.is_contiguous():
         raise RuntimeError(f"{op}: expected a contiguous tensor (the in-place op overwrites its storage), got strides "
                            f"{list(A.stride())} for shape {list(A.shape)}; use the out-of-place op instead")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # vmap: one call over the physical tensor, the vmapped dim first.
+#
+# Kernels on the FuncTorchBatched dispatch key, written as PyTorch's generated C++ plumbing is: exclude that key,
+# unwrap the arguments at the current vmap level, call the op, wrap its results at that level. (C++ rules would need
+# ATen/functorch/DynamicLayer.h, which includes nlohmann/json.hpp that PyTorch's wheels do not ship, pytorch/pytorch
+# #181565; torch.library.register_vmap's generic wrapper costs 50-90 us a call more than these.) Each rule first
+# validates the per-sample (logical) tensor, so that errors name the shape a sample has and a batch of vectors is
+# refused, never taken for one matrix.
+
+_fc = torch._C._functorch
+_NO_BATCHED = torch._C.DispatchKeySet(torch._C.DispatchKey.FuncTorchBatched)
+_ExcludeGuard = torch._C._ExcludeDispatchKeyGuard
+
+
+def _current_level(op: str) -> int:
+    level = _fc.maybe_current_level()
+    if level is None:
+        raise RuntimeError(f"{op}: expected to run inside torch.func.vmap, got a batched tensor that escaped its vmap "
+                           "(returned or stored outside the vmapped function)")
+    return level
 
 
 def _front(x: torch.Tensor, d: int) -> torch.Tensor:
     return x if d == 0 else x.movedim(d, 0)
 
 
-def _vmap_batched_inverse(info, in_dims, A):
-    return _ops.batched_inverse(_front(A, in_dims[0])), 0
+def _batched_rule(name: str, n_out: int):
+    """The rule of an out-of-place op with one tensor argument and ``n_out`` tensor results."""
+    op = getattr(_ops, name).default
+
+    def rule(A, *args, **kwargs):
+        level = _current_level(name)
+        with _ExcludeGuard(_NO_BATCHED):
+            a, d = _fc._unwrap_batched(A, level)
+            if d is None:  # batched at an outer level only: the next level's rule sees it
+                return op(A, *args, **kwargs)
+            check_inplace(A, name)  # the sample's shape and dtype (no strides: A is batched)
+            out = op(_front(a, d), *args, **kwargs)
+            if n_out == 1:
+                return _fc._add_batch_dim(out, 0, level)
+            return tuple(_fc._add_batch_dim(o, 0, level) for o in out)
+
+    return rule
 
 
-def _vmap_batched_inverse_ex(info, in_dims, A, *, check_errors=False):
-    return tuple(_ops.batched_inverse_ex(_front(A, in_dims[0]), check_errors=check_errors)), (0, 0)
+# The in-place ops write the batched input itself. With the vmapped dim first the physical tensor is usually
+# contiguous (a view of the same storage in the same order) and the op runs in place on it; otherwise (the vmapped dim
+# elsewhere in memory) the result is computed out of place and copied back. Contiguity is the physical tensor's
+# business here, not the caller's: under vmap the strides depend on where the transform put the dim.
 
 
-def _vmap_lu_factor(info, in_dims, A):
-    return tuple(_ops.lu_factor(_front(A, in_dims[0]))), (0, 0)
+def _vmap_inverse_(A):
+    level = _current_level("inverse_")
+    with _ExcludeGuard(_NO_BATCHED):
+        a, d = _fc._unwrap_batched(A, level)
+        if d is None:
+            return _ops.inverse_.default(A)
+        check_inplace(A, "inverse_")
+        af = _front(a, d)
+        if af.is_contiguous():
+            _ops.inverse_.default(af)
+        else:
+            af.copy_(_ops.batched_inverse.default(af))
+        return A
 
 
-def _vmap_lu_factor_ex(info, in_dims, A, *, check_errors=False):
-    return tuple(_ops.lu_factor_ex(_front(A, in_dims[0]), check_errors=check_errors)), (0, 0, 0)
+def _vmap_lu_factor_(A):
+    level = _current_level("lu_factor_")
+    with _ExcludeGuard(_NO_BATCHED):
+        a, d = _fc._unwrap_batched(A, level)
+        if d is None:
+            return _ops.lu_factor_.default(A)
+        check_inplace(A, "lu_factor_")
+        af = _front(a, d)
+        if af.is_contiguous():
+            pivots = _ops.lu_factor_.default(af)
+        else:
+            LU, pivots = _ops.lu_factor.default(af)
+            af.copy_(LU)
+        return _fc._add_batch_dim(pivots, 0, level)
 
 
-def _vmap_inverse_(info, in_dims, A):
-    d = in_dims[0]
-    Af = _front(A, d)
-    if Af.is_contiguous():
-        _ops.inverse_(Af)  # in place: Af is A, or a view of it with the same storage order
-    else:
-        check_inplace(Af, "inverse_", any_strides=True)
-        Af.copy_(_ops.batched_inverse(Af))
-    return A, d
+def _vmap_inverse_backward(X, G):
+    # The C++ backward's fused op, under vmap when autograd's engine runs batched gradients (is_grads_batched): either
+    # operand may be unbatched, and is then expanded over the batch.
+    level = _current_level("_inverse_backward")
+    with _ExcludeGuard(_NO_BATCHED):
+        (x, xd), (g, gd) = _fc._unwrap_batched(X, level), _fc._unwrap_batched(G, level)
+        if xd is None and gd is None:
+            return _ops._inverse_backward.default(X, G)
+        batch = x.shape[xd] if xd is not None else g.shape[gd]
+        x, g = (t.expand(batch, *t.shape) if d is None else _front(t, d) for t, d in ((x, xd), (g, gd)))
+        return _fc._add_batch_dim(_ops._inverse_backward.default(x, g), 0, level)
 
 
-def _vmap_lu_factor_(info, in_dims, A):
-    d = in_dims[0]
-    Af = _front(A, d)
-    if Af.is_contiguous():
-        return _ops.lu_factor_(Af), 0
-    check_inplace(Af, "lu_factor_", any_strides=True)
-    LU, pivots = _ops.lu_factor(Af)
-    Af.copy_(LU)
-    return pivots, 0
-
-
-def _vmap_inverse_backward(info, in_dims, X, G):
-    # The C++ backward's fused op, under vmap when autograd's engine runs batched gradients (is_grads_batched).
-    X, G = (x.expand(info.batch_size, *x.shape) if d is None else _front(x, d) for x, d in zip((X, G), in_dims))
-    return _ops._inverse_backward(X, G), 0
-
-
-for _name, _rule in (("_inverse_backward", _vmap_inverse_backward), ("batched_inverse", _vmap_batched_inverse),
-                     ("batched_inverse_ex", _vmap_batched_inverse_ex),
-                     ("lu_factor", _vmap_lu_factor), ("lu_factor_ex", _vmap_lu_factor_ex),
-                     ("inverse_", _vmap_inverse_), ("lu_factor_", _vmap_lu_factor_)):
-    torch.library.register_vmap(f"inplace::{_name}", _rule)
+_lib = torch.library.Library("inplace", "IMPL")  # kept: the registrations live as long as this object
+for _name, _rule in (("batched_inverse", _batched_rule("batched_inverse", 1)),
+                     ("batched_inverse_ex", _batched_rule("batched_inverse_ex", 2)),
+                     ("lu_factor", _batched_rule("lu_factor", 2)),
+                     ("lu_factor_ex", _batched_rule("lu_factor_ex", 3)),
+                     ("inverse_", _vmap_inverse_), ("lu_factor_", _vmap_lu_factor_),
+                     ("_inverse_backward", _vmap_inverse_backward)):
+    _lib.impl(_name, _rule, "FuncTorchBatched")
 
 
 # ---------------------------------------------------------------------------------------------------------------
