@@ -1,0 +1,51 @@
+"""The ops called from several threads at once (a server's or a data pipeline's worker threads): the plan cache,
+the workspace counters and the device caches are shared, and the ops run without the GIL. Every result is checked."""
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+import torch_inplace
+import torch_inplace.linalg as TL
+from conftest import devices, well_conditioned
+
+SHAPES = [(64, 64), (1000, 7), (7, 1000), (97, 89), (3, 40, 60), (256, 96), (331, 1), (2, 5, 1200)]
+
+
+def _worker(seed, device, iters, clear_cache):
+    rng = random.Random(seed)
+    for it in range(iters):
+        kind = rng.randrange(3)
+        if kind == 0:
+            shape = rng.choice(SHAPES)
+            x = torch.randn(*shape, device=device)
+            want = x.mT.contiguous()
+            got = torch_inplace.transpose_(x.clone())
+            assert torch.equal(got, want), ("transpose_", shape)
+        elif kind == 1:
+            n = rng.choice([2, 5, 16, 33])
+            A = well_conditioned((rng.randrange(1, 40),), n, torch.float64, device, seed=seed * 1000 + it)
+            torch.testing.assert_close(TL.batched_inverse(A), torch.linalg.inv(A))
+            LU, piv = TL.lu_factor(A)
+            want_LU, want_piv = torch.linalg.lu_factor(A)
+            assert torch.equal(piv, want_piv)
+            torch.testing.assert_close(LU, want_LU)
+        else:
+            A = well_conditioned((8,), 6, torch.float64, device, seed=seed).requires_grad_()
+            TL.batched_inverse(A).sum().backward()
+            X = torch.linalg.inv(A.detach())
+            torch.testing.assert_close(A.grad, -(X.mT @ torch.ones_like(X) @ X.mT))
+        if clear_cache and it % 5 == 0:
+            torch.ops.inplace._clear_plan_cache()
+    return iters
+
+
+@pytest.mark.parametrize("device", devices())
+def test_ops_from_several_threads(device):
+    torch_inplace.reset_workspace_stats()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(_worker, seed, device, 100, seed == 0) for seed in range(4)]
+        assert sum(f.result() for f in futures) == 400
+    stats = torch_inplace.workspace_stats()
+    assert stats.calls > 0 and stats.peak_bytes >= stats.last_bytes >= 0
