@@ -101,6 +101,17 @@ def test_vmap_checks_the_samples(device, name, public, raw):
     assert torch.equal(vecs, before[0]) and torch.equal(rect, before[1])
 
 
+def test_vmap_escaped_tensor_is_refused():
+    # A batched tensor kept past its vmap has no batch to belong to: refused with the op's name, as torch's ops do.
+    saved = []
+    vmap(lambda a: saved.append(a) or a)(torch.eye(3).expand(2, 3, 3))
+    for name, public, raw in VMAP_OPS:
+        for fn in (public, raw):
+            with pytest.raises(RuntimeError, match=rf"{name}: expected to run inside torch.func.vmap, got a batched "
+                                                   "tensor that escaped its vmap"):
+                fn(saved[0])
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_vmap_with_unbatched_operands(device):
     # Inside vmap, a call on a tensor the transform does not batch runs as a plain call.
