@@ -1,0 +1,102 @@
+"""The small batched LU and inverse on the CPU against torch.linalg (LAPACK), same process and inputs.
+
+Per (dtype, n): B matrices (2^14 for n <= 16, 2^11 above), well-conditioned random inputs (bench_linalg's), every
+result checked against torch's; ours and torch's calls alternate, and the figure is the median over the repeats of
+torch's time / ours (so that a slow moment of a shared machine hits both sides of a ratio alike).
+
+    python benchmarks/bench_linalg_cpu.py [--n 1-32] [--dtypes float32,float64] [--reps 15] [--name bench_linalg_cpu]
+
+Writes benchmarks/results/cpu-<threads>t/<name>.json.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch_inplace.linalg as TL  # noqa: E402
+
+
+def inputs(B, n, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    A = torch.randn(B, n, n, generator=g, dtype=real)
+    if dtype.is_complex:
+        A = torch.complex(A, torch.randn(B, n, n, generator=g, dtype=real))
+    A += (2.0 * n) ** 0.5 * torch.eye(n, dtype=dtype)
+    return A[:, torch.randperm(n, generator=g)].contiguous()
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def parse_n(spec):
+    out = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", default="1-32")
+    ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--name", default="bench_linalg_cpu")
+    args = ap.parse_args()
+    threads = torch.get_num_threads()
+    rows = []
+    for dname in args.dtypes.split(","):
+        dtype = getattr(torch, dname)
+        tol = (1e-4 if dtype in (torch.float32, torch.complex64) else 1e-12)
+        for n in parse_n(args.n):
+            B = 1 << 14 if n <= 16 else 1 << 11
+            A = inputs(B, n, dtype, seed=n)
+            X, (LU, piv) = TL.batched_inverse(A), TL.lu_factor(A)
+            Xt, (LUt, pivt) = torch.linalg.inv(A), torch.linalg.lu_factor(A)
+            inv_err = ((X - Xt).abs().max() / Xt.abs().max()).item()
+            piv_equal = torch.equal(piv, pivt)
+            lu_err = ((LU - LUt).abs().max() / LUt.abs().max()).item() if piv_equal else float("nan")
+            ok = inv_err <= tol * n and (not piv_equal or lu_err <= tol * n)
+            pairs = {"inv": (lambda: TL.batched_inverse(A), lambda: torch.linalg.inv(A)),
+                     "lu": (lambda: TL.lu_factor(A), lambda: torch.linalg.lu_factor(A))}
+            row = dict(dtype=dname, n=n, batch=B, threads=threads, inv_rel_err=inv_err, lu_piv_equal=piv_equal,
+                       lu_rel_err=lu_err, ok=ok)
+            for name, (ours, theirs) in pairs.items():
+                ours(), theirs()
+                t_ours, t_torch = [], []
+                for _ in range(args.reps):
+                    t_ours.append(timed(ours))
+                    t_torch.append(timed(theirs))
+                row[f"ours_{name}_ms"] = statistics.median(t_ours) * 1e3
+                row[f"torch_{name}_ms"] = statistics.median(t_torch) * 1e3
+                row[f"speedup_{name}"] = statistics.median(b / a for a, b in zip(t_ours, t_torch))
+            rows.append(row)
+            print(f"{dname:8s} n={n:2d} B={B:5d} inv {row['ours_inv_ms']:8.3f} ms torch {row['torch_inv_ms']:8.3f} "
+                  f"x{row['speedup_inv']:5.2f} | lu {row['ours_lu_ms']:8.3f} torch {row['torch_lu_ms']:8.3f} "
+                  f"x{row['speedup_lu']:5.2f} | {'ok' if ok else 'WRONG'}", flush=True)
+    for dname in args.dtypes.split(","):
+        sel = [r for r in rows if r["dtype"] == dname]
+        for name in ("inv", "lu"):
+            s = [r[f"speedup_{name}"] for r in sel]
+            slow = [r["n"] for r in sel if r[f"speedup_{name}"] < 1.0]
+            print(f"## {dname} {name}: median x{statistics.median(s):.2f}, min x{min(s):.2f}; below 1x at n = {slow}")
+    print(f"## all results ok: {all(r['ok'] for r in rows)}")
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"cpu-{threads}t")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, args.name + ".json"), "w") as f:
+        json.dump(dict(torch=torch.__version__, threads=threads, command="python benchmarks/bench_linalg_cpu.py "
+                       f"--n {args.n} --dtypes {args.dtypes} --reps {args.reps} --name {args.name}", rows=rows),
+                  f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
