@@ -113,35 +113,31 @@ def _batched_rule(name: str, n_out: int):
 # business here, not the caller's: under vmap the strides depend on where the transform put the dim.
 
 
-def _vmap_inverse_(A):
-    level = _current_level("inverse_")
-    with _ExcludeGuard(_NO_BATCHED):
-        a, d = _fc._unwrap_batched(A, level)
-        if d is None:
-            return _ops.inverse_.default(A)
-        check_inplace(A, "inverse_")
-        af = _front(a, d)
-        if af.is_contiguous():
-            _ops.inverse_.default(af)
-        else:
-            af.copy_(_ops.batched_inverse.default(af))
-        return A
+def _inplace_rule(name: str, out_of_place, returns_input: bool):
+    """The rule of an in-place op with one tensor argument: ``out_of_place(af)`` gives the values the physical tensor
+    ``af`` takes and the op's result (``returns_input``: the op returns its input, else a tensor of its own)."""
+    op = getattr(_ops, name).default
+
+    def rule(A):
+        level = _current_level(name)
+        with _ExcludeGuard(_NO_BATCHED):
+            a, d = _fc._unwrap_batched(A, level)
+            if d is None:
+                return op(A)
+            check_inplace(A, name)
+            af = _front(a, d)
+            if af.is_contiguous():
+                out = op(af)
+            else:
+                values, out = out_of_place(af)
+                af.copy_(values)
+            return A if returns_input else _fc._add_batch_dim(out, 0, level)
+
+    return rule
 
 
-def _vmap_lu_factor_(A):
-    level = _current_level("lu_factor_")
-    with _ExcludeGuard(_NO_BATCHED):
-        a, d = _fc._unwrap_batched(A, level)
-        if d is None:
-            return _ops.lu_factor_.default(A)
-        check_inplace(A, "lu_factor_")
-        af = _front(a, d)
-        if af.is_contiguous():
-            pivots = _ops.lu_factor_.default(af)
-        else:
-            LU, pivots = _ops.lu_factor.default(af)
-            af.copy_(LU)
-        return _fc._add_batch_dim(pivots, 0, level)
+_vmap_inverse_ = _inplace_rule("inverse_", lambda af: (_ops.batched_inverse.default(af), af), returns_input=True)
+_vmap_lu_factor_ = _inplace_rule("lu_factor_", lambda af: tuple(_ops.lu_factor.default(af)), returns_input=False)
 
 
 def _vmap_inverse_backward(X, G):
