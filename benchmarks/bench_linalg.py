@@ -89,14 +89,14 @@ def copy_bandwidth():
     return 2 * (1 << 30) / (ms * 1e-3) / 1e9
 
 
-def make_inputs(B, n, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
+def make_inputs(B, n, dtype, seed, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
     real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
-    A = torch.randn(B, n, n, device="cuda", dtype=real, generator=g)
+    A = torch.randn(B, n, n, device=device, dtype=real, generator=g)
     if dtype.is_complex:
-        A = torch.complex(A, torch.randn(B, n, n, device="cuda", dtype=real, generator=g))
-    A += (2.0 * n) ** 0.5 * torch.eye(n, device="cuda", dtype=dtype)
-    perm = torch.randperm(n, device="cuda", generator=g)
+        A = torch.complex(A, torch.randn(B, n, n, device=device, dtype=real, generator=g))
+    A += (2.0 * n) ** 0.5 * torch.eye(n, device=device, dtype=dtype)
+    perm = torch.randperm(n, device=device, generator=g)
     return A[:, perm, :].contiguous()
 
 

@@ -6,7 +6,7 @@ import torch
 
 import torch_inplace
 import torch_inplace.linalg as TL
-from conftest import same_bits, well_conditioned
+from conftest import rand, same_bits, well_conditioned
 
 pytestmark = [
     pytest.mark.gpu,
@@ -22,10 +22,7 @@ SHAPES = [((512, 512), torch.float32), ((100003, 7), torch.float32), ((7, 100003
 
 
 def _random(shape, dtype, device):
-    g = torch.Generator().manual_seed(sum(shape))
-    if dtype.is_floating_point or dtype.is_complex:
-        return torch.randn(*shape, generator=g, dtype=dtype).to(device)
-    return torch.randint(0, 255, shape, generator=g, dtype=dtype).to(device)
+    return rand(shape, dtype, device, generator=torch.Generator().manual_seed(sum(shape)))
 
 
 @pytest.mark.parametrize("shape,dtype", SHAPES, ids=[f"{s}-{str(d)[6:]}" for s, d in SHAPES])

@@ -88,8 +88,8 @@ def _front(x: torch.Tensor, d: int) -> torch.Tensor:
     return x if d == 0 else x.movedim(d, 0)
 
 
-def _batched_rule(name: str, n_out: int):
-    """The rule of an out-of-place op with one tensor argument and ``n_out`` tensor results."""
+def _batched_rule(name: str):
+    """The rule of an out-of-place op with one tensor argument and one or several tensor results."""
     op = getattr(_ops, name).default
 
     def rule(A, *args, **kwargs):
@@ -100,7 +100,7 @@ def _batched_rule(name: str, n_out: int):
                 return op(A, *args, **kwargs)
             check_inplace(A, name)  # the sample's shape and dtype (no strides: A is batched)
             out = op(_front(a, d), *args, **kwargs)
-            if n_out == 1:
+            if isinstance(out, torch.Tensor):
                 return _fc._add_batch_dim(out, 0, level)
             return tuple(_fc._add_batch_dim(o, 0, level) for o in out)
 
@@ -115,7 +115,7 @@ def _batched_rule(name: str, n_out: int):
 
 def _inplace_rule(name: str, out_of_place, returns_input: bool):
     """The rule of an in-place op with one tensor argument: ``out_of_place(af)`` gives the values the physical tensor
-    ``af`` takes and the op's result (``returns_input``: the op returns its input, else a tensor of its own)."""
+    ``af`` takes and the op's result (None where ``returns_input``: the op returns its input)."""
     op = getattr(_ops, name).default
 
     def rule(A):
@@ -136,7 +136,7 @@ def _inplace_rule(name: str, out_of_place, returns_input: bool):
     return rule
 
 
-_vmap_inverse_ = _inplace_rule("inverse_", lambda af: (_ops.batched_inverse.default(af), af), returns_input=True)
+_vmap_inverse_ = _inplace_rule("inverse_", lambda af: (_ops.batched_inverse.default(af), None), returns_input=True)
 _vmap_lu_factor_ = _inplace_rule("lu_factor_", lambda af: tuple(_ops.lu_factor.default(af)), returns_input=False)
 
 
@@ -154,10 +154,10 @@ def _vmap_inverse_backward(X, G):
 
 
 _lib = torch.library.Library("inplace", "IMPL")  # kept: the registrations live as long as this object
-for _name, _rule in (("batched_inverse", _batched_rule("batched_inverse", 1)),
-                     ("batched_inverse_ex", _batched_rule("batched_inverse_ex", 2)),
-                     ("lu_factor", _batched_rule("lu_factor", 2)),
-                     ("lu_factor_ex", _batched_rule("lu_factor_ex", 3)),
+for _name, _rule in (("batched_inverse", _batched_rule("batched_inverse")),
+                     ("batched_inverse_ex", _batched_rule("batched_inverse_ex")),
+                     ("lu_factor", _batched_rule("lu_factor")),
+                     ("lu_factor_ex", _batched_rule("lu_factor_ex")),
                      ("inverse_", _vmap_inverse_), ("lu_factor_", _vmap_lu_factor_),
                      ("_inverse_backward", _vmap_inverse_backward)):
     _lib.impl(_name, _rule, "FuncTorchBatched")
