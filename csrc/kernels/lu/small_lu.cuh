@@ -894,24 +894,49 @@ constexpr bool rows_supported() {
 }
 
 // Registers a lane of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1) may take (0: no bound but the
-// 256-thread one), as CUDA launch bounds: 80 = 3 blocks of 256 threads per SM, 72 = 7 blocks of 128, 64 = 8 of 128
-// (blocks of at most 4 warps there: lu_bound_threads, which the launcher's clamp_warps honours). Only float64 with a
-// row per lane, one matrix per warp, where ptxas otherwise takes 66-102 registers: fewer registers let more warps
-// share an SM (at 81-88 registers two blocks of 8 warps fit, at 80 three, and the inverse's 8-warp blocks run fastest
-// there), at the cost of a few spills at most (LU n = 31: 280 bytes). Each bound was picked from A/B runs of 80, 72
-// and 64 registers against none; the table against HEAD's unbounded kernels (H100, small_lu_harness.cu through
-// tools/lu_ab.sh, the same bits, best warp count against best; history_s30_lu_ab.log): inverse n = 23 / 25 1.036 /
-// 1.046x, LU n = 17-20 1.04-1.12x, 22 / 23 1.05 / 1.07x, 25 1.15x, 27 / 29 / 31 1.09 / 1.16 / 1.10x, the other
-// kernels 0.99-1.01x. The bounds ran slower elsewhere (the inverse at 72 registers from n = 24 on, 0.85-0.99x; at 64
-// 0.40-0.97x).
+// 256-thread one), as CUDA launch bounds: 96 = 5 blocks of 128 threads per SM, 80 = 3 blocks of 256, 72 = 7 of 128,
+// 64 = 8 of 128, 56 = 9 of 128 (blocks of at most 4 warps but at 80: lu_bound_threads, which the launcher's
+// clamp_warps honours).
+// - Float64 with a row per lane, one matrix per warp, where ptxas otherwise takes 66-102 registers: fewer registers
+//   let more warps share an SM (at 81-88 registers two blocks of 8 warps fit, at 80 three, and the inverse's 8-warp
+//   blocks run fastest there), at the cost of a few spills at most (LU n = 31: 280 bytes). Each bound was picked from
+//   A/B runs of 80, 72 and 64 registers against none; the table against HEAD's unbounded kernels (H100,
+//   small_lu_harness.cu through tools/lu_ab.sh, the same bits, best warp count against best; history_s30_lu_ab.log):
+//   inverse n = 23 / 25 1.036 / 1.046x, LU n = 17-20 1.04-1.12x, 22 / 23 1.05 / 1.07x, 25 1.15x, 27 / 29 / 31 1.09 /
+//   1.16 / 1.10x, the other kernels 0.99-1.01x. The bounds ran slower elsewhere (the inverse at 72 registers from
+//   n = 24 on, 0.85-0.99x; at 64 0.40-0.97x).
+// - The LU kernels of lu_tuning.h's float32 n = 13, 17, 18, 26, 27 and float64 n = 14 entries. A sweep of 80, 64 and
+//   56 registers over every kernel without a bound (TI_LU_BOUND_SWEEP; H200, small_lu_harness.cu through
+//   tools/lu_ab.sh, two interleaved runs each, the same bits; history_s39_lu_bound_sweep.log), best configuration
+//   against best: float32 LU n = 13 at 80 1.050x (ptxas takes 55 registers for 60: 36 warps an SM for 32), n = 17 / 18
+//   at 80 1.089 / 1.117x (3 or 4 rows per lane: 80 registers with spills, 8- and 4-warp blocks), n = 26 at 64 1.061x,
+//   n = 27 at 56 1.060x; float64 LU n = 14 at 80 1.031x. Everywhere else the bounds measured 0.97-1.02x or slower
+//   (down to 0.17x where a bound spills rows), the inverse included.
 #define TI_LU_REG_BOUNDS 1  // lu_reg_bound exists (benchmarks/small_lu_harness.cu builds against older versions too)
+#ifndef TI_LU_BOUND_SWEEP  // measurements (tools/lu_ab.sh variants): this bound on every kernel that has none below
+#define TI_LU_BOUND_SWEEP 0
+#endif
 template <typename T, int N, int R, int Kind>
-constexpr int lu_reg_bound() {
-  if (TI_HIP || !std::is_same<T, double>::value || R != 1) return 0;  // CUDA measurements: none on HIP
+constexpr int lu_reg_bound_table() {
+  constexpr bool kF32 = std::is_same<T, float>::value, kF64 = std::is_same<T, double>::value;
+  if (kF32 && Kind == 0) {
+    if ((N == 13 && (R == 2 || R == 3)) || ((N == 17 || N == 18) && (R == 3 || R == 4))) return 80;
+    if (R == 1 && (N == 26 || N == 27)) return N == 26 ? 64 : 56;
+    return 0;
+  }
+  if (!kF64) return 0;
+  if (Kind == 0 && N == 14 && (R == 2 || R == 3)) return 80;
+  if (R != 1) return 0;
   if (Kind == 1) return (N == 23 || N == 25) ? 80 : 0;
   if (N >= 17 && N <= 20) return 64;
   if (N == 22 || N == 23 || N == 25) return 72;
   return (N == 27 || N == 29 || N == 31) ? 80 : 0;
+}
+template <typename T, int N, int R, int Kind>
+constexpr int lu_reg_bound() {
+  if (TI_HIP) return 0;  // CUDA measurements: none on HIP
+  constexpr int kTable = lu_reg_bound_table<T, N, R, Kind>();
+  return kTable == 0 && std::is_floating_point<T>::value ? TI_LU_BOUND_SWEEP : kTable;
 }
 // How many 16-byte chunks of each step's pivot row small_inverse_kernel passes through shared memory where it hands
 // the rest over by warp shuffles (one per 4-byte word, from the pivot lane found by a ballot; 0: the whole row through
@@ -948,8 +973,10 @@ constexpr bool inverse_perm_at_end() {
   const bool slower = (kF64 && N == 21 && R == 3) || (kF64 && N == 16 && R == 2) || (kF32 && N == 23 && R == 4);
   return TI_LU_PERM_AT_END == 1 || !slower;
 }
-constexpr int lu_bound_threads(int regs) { return regs == 72 || regs == 64 ? 128 : 256; }
-constexpr int lu_bound_blocks(int regs) { return regs == 80 ? 3 : (regs == 72 ? 7 : (regs == 64 ? 8 : 0)); }
+constexpr int lu_bound_threads(int regs) { return regs == 80 || regs == 0 ? 256 : 128; }
+constexpr int lu_bound_blocks(int regs) {
+  return regs == 96 ? 5 : regs == 80 ? 3 : regs == 72 ? 7 : regs == 64 ? 8 : regs == 56 ? 9 : 0;
+}
 #define TI_LU_BOUNDS(regs) TI_LAUNCH_BOUNDS(lu_bound_threads(regs), lu_bound_blocks(regs))
 
 // Launch of the two kernels below: blockDim.x = warps * kWarpSize, dynamic shared memory

@@ -20,6 +20,9 @@
 // dmma_inverse.cuh), warps from the same runs: 1.05-1.27x the entries before, which kInv*NoTensorCores keep for GPUs
 // without them (H100, benchmarks/dmma_inverse_harness.cu against the one-row kernel at 1-8 warps and these entries;
 // history_s35_dmma_inverse.log).
+// Set by hand (2026-11-27, session 39): the LU entries that take a register bound (small_lu.cuh, lu_reg_bound_table),
+// from the same H200 sweep's best configuration under it (history_s39_lu_bound_sweep.log): float32 n = 13 (w2, 3),
+// 17 (w8, 3), 18 (w4, 3), 26 (w4, 1), 27 (w4, 1); float64 n = 14 (w4, 2).
 #pragma once
 
 #include <cstdint>
@@ -29,13 +32,13 @@ namespace lu_cuda {
 
 // [dtype: float32, float64, complex64, complex128][n: 0..32]
 constexpr int8_t kLuWarps[4][33] = {
-    {4, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8, 8, 1, 1, 8, 8, 1, 2, 1, 1, 1, 1, 8, 1, 8},
-    {4, 1, 1, 4, 1, 1, 1, 1, 4, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 1, 1},
+    {4, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 8, 4, 8, 1, 1, 8, 8, 1, 2, 4, 4, 1, 1, 8, 1, 8},
+    {4, 1, 1, 4, 1, 1, 1, 1, 4, 1, 1, 1, 2, 1, 4, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 1, 1},
     {4, 8, 8, 4, 8, 2, 1, 2, 1, 2, 1, 2, 1, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 1, 8, 1, 1, 1, 8, 1, 1, 1, 1},
     {4, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 constexpr int8_t kLuRows[4][33] = {
-    {1, 1, 2, 3, 2, -3, -3, -3, 4, 3, 3, 3, 3, 2, 3, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {1, 1, 2, 3, 2, -3, -3, -3, 4, 3, 3, 3, 3, 3, 3, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 2, 2, 4, 3, 3, 4, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
