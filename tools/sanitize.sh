@@ -163,8 +163,9 @@ if parts in ("transpose", "tiled"):
 # rows, float32 / float64 n = 17, 24, 32), one and eight warps,
 # batches that end in a partial warp, in place and out of place; results checked against the one-row kernel.
 import torch_inplace.linalg as TL
-# (float32 n = 4, 8, 12, 14, 18, 20, 26, float64 n = 2, 6, 14, 18 (rows 2-4) and complex64 n = 6: the unit tile.)
-lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 14, 16, 17, 18, 20, 24, 26, 32)] + \
+# (float32 n = 4, 8, 12, 14, 18, 20, 26, float64 n = 2, 6, 14, 18 (rows 2-4) and complex64 n = 6: the unit tile;
+# float32 n = 13, 17, 18, 26, 27 and float64 n = 14: LU kernels under a register bound, lu_reg_bound_table.)
+lu_cases = [(torch.float32, n) for n in (1, 3, 4, 5, 8, 9, 12, 13, 14, 16, 17, 18, 20, 24, 26, 27, 32)] + \
            [(torch.float64, n) for n in (1, 2, 6, 7, 9, 14, 16, 17, 18, 19, 21, 23, 24, 27, 28, 32)] + \
            [(torch.complex64, 11), (torch.complex128, 19), (torch.complex64, 1), (torch.complex64, 6)]
 # (float64 n = 23, 24, 27: the one-row inverse hands most of its pivot row over by shuffles, inverse_smem_chunks;
