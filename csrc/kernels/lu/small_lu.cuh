@@ -910,12 +910,15 @@ constexpr bool rows_supported() {
 //   tools/lu_ab.sh, two interleaved runs each, the same bits; history_s39_lu_bound_sweep.log), best configuration
 //   against best: float32 LU n = 13 at 80 1.050x (ptxas takes 55 registers for 60: 36 warps an SM for 32), n = 17 / 18
 //   at 80 1.089 / 1.117x (3 or 4 rows per lane: 80 registers with spills, 8- and 4-warp blocks), n = 26 at 64 1.061x,
-//   n = 27 at 56 1.060x; float64 LU n = 14 at 80 1.031x. Everywhere else the bounds measured 0.97-1.02x or slower
+//   n = 27 at 56 1.060x; float64 LU n = 14 at 80 1.031x (56 bytes of spills). Everywhere else the bounds measured 0.97-1.02x or slower
 //   (down to 0.17x where a bound spills rows), the inverse included.
 #define TI_LU_REG_BOUNDS 1  // lu_reg_bound exists (benchmarks/small_lu_harness.cu builds against older versions too)
 #ifndef TI_LU_BOUND_SWEEP  // measurements (tools/lu_ab.sh variants): this bound on every kernel that has none below
 #define TI_LU_BOUND_SWEEP 0
 #endif
+static_assert(TI_LU_BOUND_SWEEP == 0 || TI_LU_BOUND_SWEEP == 96 || TI_LU_BOUND_SWEEP == 80 || TI_LU_BOUND_SWEEP == 72 ||
+                  TI_LU_BOUND_SWEEP == 64 || TI_LU_BOUND_SWEEP == 56,
+              "TI_LU_BOUND_SWEEP: a bound that lu_bound_blocks knows (96, 80, 72, 64, 56) or 0");
 template <typename T, int N, int R, int Kind>
 constexpr int lu_reg_bound_table() {
   constexpr bool kF32 = std::is_same<T, float>::value, kF64 = std::is_same<T, double>::value;
