@@ -164,37 +164,53 @@ TI_DEVICE uint32_t group_max_u32(uint32_t key) {
   }
 }
 
-// Low 6 bits of a pivot key: 32 - pos (1..32, larger for a smaller LAPACK position, so ties go to the first
-// row as in i?amax); the bits above hold the magnitude's IEEE bits (non-negative floats order as integers; NaN
-// is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a denormal below 64 ulp)
-// is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those 6 low bits
-// (relative 2^-17 in float, 2^-46 in double) count as ties.
-TI_DEVICE uint32_t mag_field(uint32_t bits) {
-  const uint32_t hi = bits & ~63u;
-  return hi != 0u ? hi : (bits != 0u ? 64u : 0u);
+// A pivot key (pivot_key): the low 6 bits hold 63 - pos (32..63 for LAPACK positions 0..31, larger for a smaller
+// position, so ties go to the first row as in i?amax); the bits above hold the magnitude's IEEE bits (non-negative
+// floats order as integers; NaN is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a
+// denormal below 64 ulp) is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those
+// 6 low bits (relative 2^-17 in float, 2^-46 in double) count as ties.
+// mag_field: the magnitude's part, max(bits, min(bits << 6, 64)) & ~63 (where bits << 6 wraps, bits >= 2^26 wins
+// the max anyway), as `hi = bits & ~63; hi ? hi : (bits ? 64 : 0)` in fewer instructions.
+// Session 40 (H200, tools/lu_ab.sh against the keys before, every (warps, rows), the same bits;
+// history_s40_pivot_keys.log): this key and the kernels' unconditional multipliers took 5-8% of an LU kernel's
+// instructions (SASS; about 10 of the ~80 of a step's fixed work at float32 n = 16) and sped the LU kernels up
+// 0.98-1.16x (best configuration against best; float32 1.01-1.14x) and the inverse kernels 0.94-1.15x (float32
+// n <= 24 1.02-1.15x, n >= 26 0.97-1.00x; float64 0.94-1.09x, the 0.94x at n = 24, where the table runs the
+// tensor-core kernel instead).
+TI_DEVICE uint32_t mag_field(uint32_t bits) { return max(bits, min(bits << 6, 64u)) & ~63u; }
+TI_DEVICE int pos_of(uint32_t key) { return static_cast<int>(~key & 63u); }
+TI_DEVICE uint32_t pivot_key(uint32_t bits, int pos) {
+  const uint32_t m = max(bits, min(bits << 6, 64u));
+#if !TI_HIP && defined(__CUDA_ARCH__)
+  uint32_t key;  // (m & ~63) | (~pos & 63) as one bit select (LOP3 0x74: b ? ~c : a); ptxas emits two otherwise
+  asm("lop3.b32 %0, %1, 63, %2, 0x74;" : "=r"(key) : "r"(m), "r"(static_cast<uint32_t>(pos)));
+  return key;
+#else
+  return (m & ~63u) | (~static_cast<uint32_t>(pos) & 63u);
+#endif
 }
 
 // Arg-max over the group's candidate rows (`valid`; R rows per lane): largest |value|, ties to the smallest
 // `pos`. Returns the winner's pos (the same in every lane of the group); `is_zero` tells whether the winning
 // magnitude is zero. Each lane first reduces its own R rows, then the group reduces across lanes.
 // The arg-max on one 32-bit key per row: bits_of(s), row s's magnitude bits that order as integers (zero only for
-// zero), through mag_field.
+// zero; a magnitude's sign bit is clear, NaN included), through pivot_key.
 template <int G, int R, typename BitsOf>
 TI_DEVICE int pivot_search_bits(BitsOf bits_of, const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
   uint32_t key = 0u;
 #pragma unroll
   for (int s = 0; s < R; ++s) {
-    const uint32_t k = valid[s] ? (mag_field(bits_of(s)) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    const uint32_t k = valid[s] ? pivot_key(bits_of(s), pos[s]) : 0u;
     key = k > key ? k : key;
   }
   const uint32_t best = group_max_u32<G>(key);
   is_zero = best < 64u;
-  return 32 - static_cast<int>(best & 63u);
+  return pos_of(best);
 }
 
 template <int G, int R>
 TI_DEVICE int pivot_search(const float (&mag)[R], const bool (&valid)[R], const int (&pos)[R], bool& is_zero) {
-  return pivot_search_bits<G, R>([&](int s) { return __float_as_uint(mag[s]) & 0x7fffffffu; }, valid, pos, is_zero);
+  return pivot_search_bits<G, R>([&](int s) { return __float_as_uint(mag[s]); }, valid, pos, is_zero);
 }
 
 // Doubles: the high word first, then the (truncated) low word among the rows that hold the maximal high word.
@@ -212,12 +228,12 @@ TI_DEVICE int pivot_search(const double (&mag)[R], const bool (&valid)[R], const
 #pragma unroll
   for (int s = 0; s < R; ++s) {
     const uint32_t lo_bits = static_cast<uint32_t>(__double_as_longlong(mag[s]));
-    const uint32_t lo = (valid[s] && hi[s] == best_hi) ? (mag_field(lo_bits) | static_cast<uint32_t>(32 - pos[s])) : 0u;
+    const uint32_t lo = (valid[s] && hi[s] == best_hi) ? pivot_key(lo_bits, pos[s]) : 0u;
     lo_max = lo > lo_max ? lo : lo_max;
   }
   const uint32_t best_lo = group_max_u32<G>(lo_max);
   is_zero = best_hi == 0u && best_lo < 64u;
-  return 32 - static_cast<int>(best_lo & 63u);
+  return pos_of(best_lo);
 }
 
 // The float64 inverse's arg-max at the n of inverse_one_key: one reduction of a 32-bit key, the magnitude's bits
@@ -667,10 +683,8 @@ template <typename T, int N, int R>
 TI_DEVICE void gj_multipliers(T (&a)[R][N], const bool (&is_piv)[R], int k, T rc, T (&f)[R]) {
 #pragma unroll
   for (int s = 0; s < R; ++s) {
-    if (!is_piv[s]) {
-      f[s] = mul(a[s][k], rc);
-      a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
-    }
+    f[s] = mul(a[s][k], rc);  // unused in the pivot slot: no select to keep an old value
+    if (!is_piv[s]) a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
   }
 }
 
@@ -1094,10 +1108,8 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 0>()))
         T l[R];
 #pragma unroll
         for (int s = 0; s < R; ++s) {
-          if (!pivoted[s]) {
-            l[s] = mul(a[s][k], rc);
-            a[s][k] = l[s];
-          }
+          l[s] = mul(a[s][k], rc);  // unused where pivoted: no select to keep an old value
+          if (!pivoted[s]) a[s][k] = l[s];
         }
 #pragma unroll
         for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
