@@ -676,6 +676,29 @@ TI_DEVICE T pick_slot(const T (&a)[R][N], const bool (&is_piv)[R], int j) {
   return v;
 }
 
+// Whether the LU kernel (Kind 0) computes each step's multipliers, or the inverse kernel (Kind 1) its Gauss-Jordan
+// factors, for every row of a lane, the pivot row's included (unused there), rather than under a branch: no select then
+// keeps a stale register, fewer instructions. It also changes ptxas' register allocation, which for the complex
+// kernels (up to 178 registers) swings either way. Unconditional but where that measured 0.985x or less of the branch
+// (H200, the same bits; history_s40_pivot_keys.log): complex kernels at the table's warps
+// (benchmarks/small_lu_complex_harness.cu), complex128 LU n = 9 / 24 / 32 0.90 / 0.83 / 0.92x, inverse n = 4, 8, 12,
+// 15, 24, 25, 30 0.80-0.98x (n = 24 0.80x), complex64 LU n = 2, 17, 18, 20, 22, 24-26, 28, 30, 32 0.96-0.98x, inverse
+// n = 25 / 31 0.97 / 0.91x; float32 inverse n = 29 with a row per lane 0.96x (tools/lu_ab.sh). Elsewhere 0.98-1.25x
+// (1.10-1.25x at complex64 LU n = 10, 19, 31, inverse n = 7, 9, 10; complex128 LU n = 10, 12, 22, inverse n = 10,
+// 29, 31; complex128 LU n = 13 / 14 at 0.984 / 0.981x stay unconditional, within 1% of the code before session 40).
+template <typename T, int N, int R, int Kind>
+constexpr bool uncond_multipliers() {
+  if (std::is_same<T, double>::value) return true;
+  if (std::is_same<T, float>::value) return !(Kind == 1 && N == 29 && R == 1);
+  if (std::is_same<T, Cplx<float>>::value) {
+    return Kind == 0 ? !(N == 2 || N == 17 || N == 18 || N == 20 || N == 22 || N == 24 || N == 25 || N == 26 ||
+                         N == 28 || N == 30 || N == 32)
+                     : !(N == 25 || N == 31);
+  }
+  return Kind == 0 ? !(N == 9 || N == 24 || N == 32)
+                   : !(N == 4 || N == 8 || N == 12 || N == 15 || N == 24 || N == 25 || N == 30);
+}
+
 // Gauss-Jordan step k: every other row, pivoted or not, eliminates column k with the multiplier f = a[s][k] * rc.
 // Entry k of the pivot row is 1; where the shared-memory broadcast row holds the reciprocal there instead, entry k
 // becomes 0 - f * 1 without reading it.
@@ -683,8 +706,13 @@ template <typename T, int N, int R>
 TI_DEVICE void gj_multipliers(T (&a)[R][N], const bool (&is_piv)[R], int k, T rc, T (&f)[R]) {
 #pragma unroll
   for (int s = 0; s < R; ++s) {
-    f[s] = mul(a[s][k], rc);  // unused in the pivot slot: no select to keep an old value
-    if (!is_piv[s]) a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+    if constexpr (uncond_multipliers<T, N, R, 1>()) {
+      f[s] = mul(a[s][k], rc);  // unused in the pivot slot
+      if (!is_piv[s]) a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+    } else if (!is_piv[s]) {
+      f[s] = mul(a[s][k], rc);
+      a[s][k] = fnms(zero_of(T{}), f[s], one_of(T{}));
+    }
   }
 }
 
@@ -1108,8 +1136,13 @@ __global__ void TI_LU_BOUNDS((lu_reg_bound<T, N, R, 0>()))
         T l[R];
 #pragma unroll
         for (int s = 0; s < R; ++s) {
-          l[s] = mul(a[s][k], rc);  // unused where pivoted: no select to keep an old value
-          if (!pivoted[s]) a[s][k] = l[s];
+          if constexpr (uncond_multipliers<T, N, R, 0>()) {
+            l[s] = mul(a[s][k], rc);  // unused where pivoted
+            if (!pivoted[s]) a[s][k] = l[s];
+          } else if (!pivoted[s]) {
+            l[s] = mul(a[s][k], rc);
+            a[s][k] = l[s];
+          }
         }
 #pragma unroll
         for (int c = (k + 1) / kV; c < Geo::RowPad / kV; ++c) {
