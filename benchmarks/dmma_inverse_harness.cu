@@ -32,8 +32,6 @@ using namespace torch_inplace::kernels;
 #define DIH_N_MAX 32
 #endif
 
-constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
-
 // Per matrix: the largest |x - y| over the largest |y| (0 where y is not finite).
 __global__ void rel_diff(const double* x, const double* y, int nn, int64_t batch, double* out) {
   const int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;

@@ -1,7 +1,8 @@
-// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu, medium_lu_harness.cu,
-// dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu, onchip_harness.cu, onchip_skinny_harness.cu): error
-// check, random matrices with moving pivots and some singular ones, bitwise comparison and hashes of output bits, event
-// timing (back to back, or each call queued behind a sleep kernel) and the device copy bandwidth.
+// Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu,
+// small_lu_complex_harness.cu, medium_lu_harness.cu, dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu,
+// onchip_harness.cu, onchip_skinny_harness.cu): error check, the small LU harnesses' batch and grid, random matrices
+// with moving pivots and some singular ones, bitwise comparison and hashes of output bits, event timing (back to
+// back, or each call queued behind a sleep kernel) and the device copy bandwidth.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +22,22 @@
       std::exit(1);                                                                             \
     }                                                                                           \
   } while (0)
+
+// The small LU / inverse harnesses: matrices per run, 2^20 for n <= 16 and 2^18 above, as bench_linalg.py; and
+// (small_lu_harness.cu, small_lu_complex_harness.cu) the launcher's grid (ops/cuda/lu_launch.cuh): a warp per tile of
+// `per_block` / warps matrices, capped at the blocks resident at once for the persistent kernels.
+constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
+template <typename Kernel>
+unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
+  int64_t blocks = (batch + per_block - 1) / per_block;
+  if (persistent) {
+    int per_sm = 0, sms = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    blocks = std::min<int64_t>(blocks, static_cast<int64_t>(per_sm) * sms);
+  }
+  return static_cast<unsigned>(blocks);
+}
 
 // Random entries in [-1, 1) plus a dominant entry per row at a column that moves with the matrix (so the pivots
 // move); matrix m % 97 == 5 gets row 1 = row 0 (singular).

@@ -29,20 +29,6 @@
 using namespace torch_inplace::kernels;
 using C = lu::Cplx<CT>;
 constexpr int kDtype = sizeof(CT) == 8 ? 3 : 2;  // lu_tuning.h's row: complex64, complex128
-constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
-
-// The grid the launcher uses: a warp per tile, capped at the resident blocks for the persistent kernels.
-template <typename Kernel>
-unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
-  int64_t blocks = (batch + per_block - 1) / per_block;
-  if (persistent) {
-    int per_sm = 0, sms = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    blocks = std::min<int64_t>(blocks, static_cast<int64_t>(per_sm) * sms);
-  }
-  return static_cast<unsigned>(blocks);
-}
 
 template <int N>
 void run(C* a, C* x, int32_t* piv, int32_t* info) {

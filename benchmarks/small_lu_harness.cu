@@ -18,22 +18,8 @@
 
 using namespace torch_inplace::kernels;
 
-// Matrices per run: 2^20 for n <= 16 and 2^18 above, as bench_linalg.py.
-constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
 constexpr int64_t kBatch = batch_of(1);  // n = 1 (the elementwise kernel) and the buffers' size
 constexpr int kMaxBlockSmem = 48 * 1024;
-
-template <typename Kernel>
-unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
-  int64_t blocks = (batch + per_block - 1) / per_block;
-  if (persistent) {
-    int per_sm = 0, sms = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    blocks = std::min<int64_t>(blocks, static_cast<int64_t>(per_sm) * sms);
-  }
-  return static_cast<unsigned>(blocks);
-}
 
 struct Buffers {
   void *a, *x;
