@@ -169,18 +169,19 @@ TI_DEVICE uint32_t group_max_u32(uint32_t key) {
 // floats order as integers; NaN is largest, so it propagates). A non-zero magnitude whose bits are all below bit 6 (a
 // denormal below 64 ulp) is lifted to bit 6 so that "key < 64" means exactly zero. Magnitudes differing only in those
 // 6 low bits (relative 2^-17 in float, 2^-46 in double) count as ties.
-// mag_field: the magnitude's part, max(bits, min(bits << 6, 64)) & ~63 (where bits << 6 wraps, bits >= 2^26 wins
-// the max anyway), as `hi = bits & ~63; hi ? hi : (bits ? 64 : 0)` in fewer instructions.
+// mag_field: the magnitude's part, lifted(bits) & ~63 with lifted = max(bits, min(bits << 6, 64)) (where bits << 6
+// wraps, bits >= 2^26 wins the max anyway), as `hi = bits & ~63; hi ? hi : (bits ? 64 : 0)` in fewer instructions.
 // Session 40 (H200, tools/lu_ab.sh against the keys before, every (warps, rows), the same bits;
 // history_s40_pivot_keys.log): this key and the kernels' unconditional multipliers took 5-8% of an LU kernel's
 // instructions (SASS; about 10 of the ~80 of a step's fixed work at float32 n = 16) and sped the LU kernels up
 // 0.98-1.16x (best configuration against best; float32 1.01-1.14x) and the inverse kernels 0.94-1.15x (float32
 // n <= 24 1.02-1.15x, n >= 26 0.97-1.00x; float64 0.94-1.09x, the 0.94x at n = 24, where the table runs the
 // tensor-core kernel instead).
-TI_DEVICE uint32_t mag_field(uint32_t bits) { return max(bits, min(bits << 6, 64u)) & ~63u; }
+TI_DEVICE uint32_t lifted(uint32_t bits) { return max(bits, min(bits << 6, 64u)); }
+TI_DEVICE uint32_t mag_field(uint32_t bits) { return lifted(bits) & ~63u; }
 TI_DEVICE int pos_of(uint32_t key) { return static_cast<int>(~key & 63u); }
 TI_DEVICE uint32_t pivot_key(uint32_t bits, int pos) {
-  const uint32_t m = max(bits, min(bits << 6, 64u));
+  const uint32_t m = lifted(bits);
 #if !TI_HIP && defined(__CUDA_ARCH__)
   uint32_t key;  // (m & ~63) | (~pos & 63) as one bit select (LOP3 0x74: b ? ~c : a); ptxas emits two otherwise
   asm("lop3.b32 %0, %1, 63, %2, 0x74;" : "=r"(key) : "r"(m), "r"(static_cast<uint32_t>(pos)));
@@ -947,13 +948,14 @@ constexpr bool rows_supported() {
 //   inverse n = 23 / 25 1.036 / 1.046x, LU n = 17-20 1.04-1.12x, 22 / 23 1.05 / 1.07x, 25 1.15x, 27 / 29 / 31 1.09 /
 //   1.16 / 1.10x, the other kernels 0.99-1.01x. The bounds ran slower elsewhere (the inverse at 72 registers from
 //   n = 24 on, 0.85-0.99x; at 64 0.40-0.97x).
-// - The LU kernels of lu_tuning.h's float32 n = 13, 17, 18, 26, 27 and float64 n = 14 entries. A sweep of 80, 64 and
-//   56 registers over every kernel without a bound (TI_LU_BOUND_SWEEP; H200, small_lu_harness.cu through
-//   tools/lu_ab.sh, two interleaved runs each, the same bits; history_s39_lu_bound_sweep.log), best configuration
-//   against best: float32 LU n = 13 at 80 1.050x (ptxas takes 55 registers for 60: 36 warps an SM for 32), n = 17 / 18
-//   at 80 1.089 / 1.117x (3 or 4 rows per lane: 80 registers with spills, 8- and 4-warp blocks), n = 26 at 64 1.061x,
-//   n = 27 at 56 1.060x; float64 LU n = 14 at 80 1.031x (56 bytes of spills). Everywhere else the bounds measured 0.97-1.02x or slower
-//   (down to 0.17x where a bound spills rows), the inverse included.
+// - The LU kernels of lu_tuning.h's float32 n = 13, 17, 18, 26, 27 and float64 n = 14 entries of session 39 (session
+//   40's retune moved float32 n = 13 to 4 rows a lane, which has no bound). A sweep of 80, 64 and 56 registers over
+//   every kernel without a bound (TI_LU_BOUND_SWEEP; H200, small_lu_harness.cu through tools/lu_ab.sh, two interleaved
+//   runs each, the same bits; history_s39_lu_bound_sweep.log), best configuration against best: float32 LU n = 13 at 80
+//   1.050x (ptxas takes 55 registers for 60: 36 warps an SM for 32), n = 17 / 18 at 80 1.089 / 1.117x (3 or 4 rows per
+//   lane: 80 registers with spills, 8- and 4-warp blocks), n = 26 at 64 1.061x, n = 27 at 56 1.060x; float64 LU n = 14
+//   at 80 1.031x (56 bytes of spills). Everywhere else the bounds measured 0.97-1.02x or slower (down to 0.17x where a
+//   bound spills rows), the inverse included.
 #define TI_LU_REG_BOUNDS 1  // lu_reg_bound exists (benchmarks/small_lu_harness.cu builds against older versions too)
 #ifndef TI_LU_BOUND_SWEEP  // measurements (tools/lu_ab.sh variants): this bound on every kernel that has none below
 #define TI_LU_BOUND_SWEEP 0

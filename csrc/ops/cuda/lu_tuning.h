@@ -22,7 +22,7 @@
 // history_s35_dmma_inverse.log).
 // Set by hand (2026-11-27, session 39): the LU entries that take a register bound (small_lu.cuh, lu_reg_bound_table),
 // from the same H200 sweep's best configuration under it (history_s39_lu_bound_sweep.log): float32 n = 13 (w2, 3),
-// 17 (w8, 3), 18 (w4, 3), 26 (w4, 1), 27 (w4, 1); float64 n = 14 (w4, 2).
+// 17 (w8, 3), 18 (w4, 3), 26 (w4, 1), 27 (w4, 1); float64 n = 14 (w4, 2) (float32 n = 13 moved below).
 // Retuned on NVIDIA H200 (2026-11-27, session 40) after the leaner pivot keys (small_lu.cuh, pivot_key):
 // tune_lu.py --dtypes float32,float64 --n 2-32, then benchmarks/lu_table_ab.py against the table before (alternating
 // rounds, the same bits), and only the entries it measured 1.02x or faster taken (history_s40_pivot_keys.log):
