@@ -27,6 +27,7 @@
 // (small_lu_harness.cu, small_lu_complex_harness.cu) the launcher's grid (ops/cuda/lu_launch.cuh): a warp per tile of
 // `per_block` / warps matrices, capped at the blocks resident at once for the persistent kernels.
 constexpr int64_t batch_of(int n) { return n <= 16 ? int64_t(1) << 20 : int64_t(1) << 18; }
+constexpr int kMaxBlockSmem = 48 * 1024;  // the launcher clamps warps a block to this much shared memory
 template <typename Kernel>
 unsigned grid_for(Kernel kernel, bool persistent, int64_t batch, int64_t per_block, int warps, int smem) {
   int64_t blocks = (batch + per_block - 1) / per_block;

@@ -39,7 +39,7 @@ void run(C* a, C* x, int32_t* piv, int32_t* info) {
     CK(cudaGetLastError());
     for (int kind = 0; kind < 2; ++kind) {
       int w = kind == 0 ? torch_inplace::lu_cuda::kLuWarps[kDtype][N] : torch_inplace::lu_cuda::kInvWarps[kDtype][N];
-      while (w > 1 && w * Geo::kWarpSmemBytes > 48 * 1024) --w;  // the launcher's clamp
+      while (w > 1 && w * Geo::kWarpSmemBytes > kMaxBlockSmem) --w;  // the launcher's clamp
       const int smem = w * Geo::kWarpSmemBytes;
       const bool persistent = lu::lu_persistent<C, N, 1>();
       const int64_t per_block = static_cast<int64_t>(w) * Geo::kGroups;

@@ -19,7 +19,6 @@
 using namespace torch_inplace::kernels;
 
 constexpr int64_t kBatch = batch_of(1);  // n = 1 (the elementwise kernel) and the buffers' size
-constexpr int kMaxBlockSmem = 48 * 1024;
 
 struct Buffers {
   void *a, *x;
