@@ -161,3 +161,29 @@ def test_transpose_wrappers_are_scriptable():
 
 def test_algorithms_list():
     assert set(["auto", "square", "c2r", "r2c", "skinny"]) <= set(torch_inplace.algorithms())
+
+
+@pytest.mark.parametrize("bad", ["10", 1.5, True, [3]])
+def test_python_arguments_are_type_checked(bad):
+    """Sizes and byte counts must be integers (ints, NumPy integers, 0-dim integer tensors): a float, str or bool is a
+    TypeError naming the function, not silently truncated or parsed."""
+    previous = torch_inplace.get_workspace_limit()
+    with pytest.raises(TypeError, match=r"set_workspace_limit\(\): expected an integer number of bytes or None"):
+        torch_inplace.set_workspace_limit(bad)
+    assert torch_inplace.get_workspace_limit() == previous
+    with pytest.raises(TypeError, match=r"empty_transposable\(\): expected integer sizes"):
+        torch_inplace.empty_transposable(bad, 3)
+    with pytest.raises(TypeError, match=r"plan\(\): expected integer sizes in shape"):
+        torch_inplace.plan((bad, 3))
+
+
+def test_python_integer_like_arguments_are_taken():
+    np = pytest.importorskip("numpy")
+    previous = torch_inplace.get_workspace_limit()
+    with torch_inplace.workspace_limit(np.int64(4096)):
+        assert torch_inplace.get_workspace_limit() == 4096
+    assert torch_inplace.get_workspace_limit() == previous
+    assert torch_inplace.empty_transposable(np.int32(3), torch.tensor(4)).shape == (3, 4)
+    assert torch_inplace.plan((np.int64(5), 7)).algorithm == torch_inplace.plan((5, 7)).algorithm
+    with pytest.raises(TypeError, match=r"plan\(\): expected device to be a torch.device, str or int, got NoneType"):
+        torch_inplace.plan((5, 5), device=None)

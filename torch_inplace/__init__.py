@@ -7,6 +7,7 @@ available to TorchScript and to C++ (LibTorch) callers; the op wrappers can them
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 from typing import Iterator, NamedTuple, Optional, Sequence
 
@@ -57,6 +58,17 @@ _soa_to_aos = _ops.soa_to_aos_.default
 
 ALGORITHMS = ("auto", "noop", "square", "c2r", "r2c", "skinny", "tiled31", "tiled32", "tiled21", "tiled22",
               "padded", "cut", "onchip")
+
+
+def _as_int(value: object, fn: str, what: str) -> int:
+    """``value`` as a Python int (ints and integer-like objects such as NumPy integers or 0-dim integer tensors);
+    a TypeError naming ``fn`` for anything else, ``bool`` included."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise TypeError(f"{fn}(): expected {what}, got {type(value).__name__} {value!r}")
 
 
 def algorithms() -> tuple[str, ...]:
@@ -130,7 +142,10 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
          algorithm: str = "auto") -> Plan:
     """The planner's choice for transposing a ``(..., m, n)`` tensor of ``dtype`` on ``device`` in place,
     under the current workspace limit (raises if none fits, or if a forced ``algorithm`` cannot apply)."""
-    name, scratch, why = _ops._plan_transpose(list(shape), dtype, torch.device(device), algorithm)
+    if not isinstance(device, (torch.device, str, int)):
+        raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {type(device).__name__}")
+    sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
+    name, scratch, why = _ops._plan_transpose(sizes, dtype, torch.device(device), algorithm)
     return Plan(name, scratch, why)
 
 
@@ -143,8 +158,9 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
+    sizes = [_as_int(s, "empty_transposable", "integer sizes") for s in shape]
     dev = torch.device(device) if device is not None else None
-    return _ops.empty_transposable(list(shape), dtype=dtype, device=dev)
+    return _ops.empty_transposable(sizes, dtype=dtype, device=dev)
 
 
 @torch.library.register_fake("inplace::empty_transposable")
@@ -159,8 +175,14 @@ def get_workspace_limit() -> int:
 
 
 def set_workspace_limit(nbytes: Optional[int]) -> None:
-    """Set the process-wide scratch limit per op call; ``None`` or -1 removes it."""
-    _ops._set_workspace_limit(-1 if nbytes is None else int(nbytes))
+    """Set the process-wide scratch limit per op call; ``None`` or -1 removes it.
+
+    Raises:
+        TypeError: ``nbytes`` is neither ``None`` nor an integer (a ``bool``, ``float`` or ``str`` is refused).
+        RuntimeError: ``nbytes`` is below -1.
+    """
+    what = "an integer number of bytes or None"
+    _ops._set_workspace_limit(-1 if nbytes is None else _as_int(nbytes, "set_workspace_limit", what))
 
 
 @contextlib.contextmanager

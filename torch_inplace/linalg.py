@@ -97,6 +97,12 @@ def lu_factor(A: torch.Tensor) -> LUFactorResult:
     return LUFactorResult(*_lu_factor(A))
 
 
+def _check_bool(check_errors: object, fn: str) -> None:
+    # As torch.linalg's argument parser: None, ints or strings are not taken for a flag.
+    if not isinstance(check_errors, bool):
+        raise TypeError(f"{fn}(): argument 'check_errors' must be bool, not {type(check_errors).__name__}")
+
+
 def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResult:
     """:func:`lu_factor` plus ``info`` ``(*)`` int32, as ``torch.linalg.lu_factor_ex``.
 
@@ -107,6 +113,7 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResul
     if torch.jit.is_scripting():
         LU, pivots, info = torch.ops.inplace.lu_factor_ex(A, check_errors=check_errors)
         return LUFactorExResult(LU, pivots, info)
+    _check_bool(check_errors, "lu_factor_ex")
     if _func.transforms_active():
         return LUFactorExResult(*_func.lu_factor_ex(A, check_errors))
     if not check_errors:
@@ -146,6 +153,7 @@ def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseEx
     if torch.jit.is_scripting():
         X, info = torch.ops.inplace.batched_inverse_ex(A, check_errors=check_errors)
         return InverseExResult(X, info)
+    _check_bool(check_errors, "batched_inverse_ex")
     if _func.transforms_active():
         return InverseExResult(*_func.batched_inverse_ex(A, check_errors))
     if not check_errors:
