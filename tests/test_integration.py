@@ -68,6 +68,92 @@ def test_inference_mode():
         torch.testing.assert_close(x, ref, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("op", INPLACE_OPS, ids=lambda o: o.__name__)
+def test_inference_tensor_outside_inference_mode_refused(op):
+    """As PyTorch refuses in-place updates of inference tensors outside InferenceMode: before a byte moves."""
+    with torch.inference_mode():
+        x = torch.randn(5, 3)
+    before = x.clone()
+    with pytest.raises(RuntimeError, match=op.__name__ + ": expected a tensor that may be updated in place, got an "
+                       "inference tensor outside torch.inference_mode"):
+        op(x)
+    assert x.shape == (5, 3) and torch.equal(x, before)
+
+
+@pytest.mark.parametrize("op", INPLACE_OPS, ids=lambda o: o.__name__)
+def test_forward_ad_dual_tensor_refused(op):
+    """A tangent cannot follow an in-place change of shape: refused up front (as under torch.func), not after the
+    bytes moved."""
+    import torch.autograd.forward_ad as fwAD
+
+    primal = torch.arange(12.0).reshape(3, 4)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(primal.clone(), torch.ones(3, 4))
+        with pytest.raises(RuntimeError, match=op.__name__ + ": expected a tensor without a forward-mode AD tangent"):
+            op(d)
+        assert d.shape == (3, 4) and torch.equal(fwAD.unpack_dual(d).primal, primal)
+
+
+class _CountingMode(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("mode", ["counting", "flop_counter"])
+def test_dispatch_mode_keeps_every_check(mode):
+    """Under a TorchDispatchMode (FlopCounterMode, a user's mode) the caller's plain tensors are checked as in eager
+    mode: a view of a live tensor is refused, the tensor unchanged; a tensor that owns its storage transposes."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def make_mode():
+        return _CountingMode() if mode == "counting" else FlopCounterMode(display=False)
+
+    base = torch.arange(24.0).reshape(4, 6)
+    before = base.clone()
+    view = base.view(6, 4)
+    with make_mode():
+        with pytest.raises(RuntimeError, match="transpose_: expected a tensor whose storage no other tensor shares"):
+            torch_inplace.transpose_(view)
+        alias = base.detach()
+        with pytest.raises(RuntimeError, match="transpose_: expected a tensor whose storage no other tensor shares"):
+            torch_inplace.transpose_(alias)
+    assert torch.equal(base, before) and view.shape == (6, 4)
+    del view, alias
+    x = torch.randn(5, 7)
+    ref = ref_transpose(x)
+    with make_mode() as m:
+        torch_inplace.transpose_(x)
+    torch.testing.assert_close(x, ref, rtol=0, atol=0)
+    if mode == "counting":
+        assert m.calls >= 1
+
+
+def _transpose_view_of_input(x):
+    return torch_inplace.transpose_(x.view(x.shape[1], x.shape[0])) + 0
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_refuses_view_of_input(backend):
+    """Eager mode refuses transposing a view of a tensor the caller still holds; so does torch.compile, at trace time
+    (its graph would otherwise write the permuted bytes back into the input, the input's shape unchanged)."""
+    torch._dynamo.reset()
+    cf = torch.compile(_transpose_view_of_input, fullgraph=True, backend=backend)
+    x = torch.arange(24.0).reshape(4, 6).clone()
+    before = x.clone()
+    with pytest.raises(Exception, match="transpose_: expected a tensor whose storage no other tensor shares, got a "
+                       "view of a live tensor"):
+        cf(x)
+    assert x.shape == (4, 6) and torch.equal(x, before)
+    with pytest.raises(RuntimeError, match="transpose_: expected a tensor whose storage no other tensor shares"):
+        _transpose_view_of_input(x)
+    assert torch.equal(x, before)
+
+
 # ---- opcheck: every default check, no expected failures -----------------------------------------------------
 
 

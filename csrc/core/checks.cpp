@@ -2,7 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <mutex>
@@ -43,8 +43,22 @@ int64_t tensor_holders(const c10::Storage& storage) {
 
 std::string shape_str(const at::TensorBase& t) {
   std::ostringstream os;
-  os << t.sizes();
+  os << t.sym_sizes();
   return os.str();
+}
+
+// A view whose base Python code still references (its PyObject has more than the one reference the C++ side
+// keeps) is refused: the caller can still see the base. Returns whether `self` is a view whose base it keeps alive
+// alone (one more holder of the storage).
+bool check_not_view_of_live_tensor(const at::Tensor& self, const char* op) {
+  if (!self.is_view()) return false;
+  const at::TensorBase& base = self._base();
+  if (!base.defined() || !base.has_storage() || !base.storage().is_alias_of(self.storage())) return false;
+  const auto* slot = base.unsafeGetTensorImpl()->pyobj_slot();
+  TORCH_CHECK(slot->load_pyobj() == nullptr || slot->has_unique_reference(), op,
+              ": expected a tensor whose storage no other tensor shares, got a view of a live tensor of shape ",
+              shape_str(base), " (transposing in place would silently change it; call .clone() first)");
+  return true;
 }
 
 }  // namespace
@@ -86,24 +100,35 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
               op, ": expected a plain tensor, got a torch.func transform's tensor (vmap, grad, jvp, jacrev, ...); the "
               "op changes the tensor's shape in place, which those transforms cannot follow: use x.mT.contiguous() "
               "inside transformed functions");
+  check_not_inference_outside_mode(self, op);
+  // The tangent of forward-mode AD (torch.autograd.forward_ad) would keep the old shape: refused, as under torch.func.
+  TORCH_CHECK(!self._fw_grad(/*level=*/0).defined(), op,
+              ": expected a tensor without a forward-mode AD tangent, got a dual tensor (torch.autograd.forward_ad); "
+              "the op changes the tensor's shape in place, which its tangent cannot follow: use x.mT.contiguous()");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
   check_transposable_dtype(self.scalar_type(), op, "tensor");
   TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),
               "-D tensor of shape ", self.sym_sizes());
   const int64_t es = static_cast<int64_t>(self.element_size());
+  const bool symbolic = self.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+  // Ownership and aliasing are about tensors a user can see. Framework tensors (fake and meta tensors, functional
+  // and other subclasses) come with copies and shallow aliases of their own, so their storage's holders say nothing;
+  // the kernels only ever touch the tensor's own elements, so skipping those checks there is memory-safe. One check
+  // still holds for them: torch.compile traces with fake tensors that mirror the caller's views, and a view of a
+  // tensor that Python code still holds is refused there as in eager mode (the compiled graph would otherwise write
+  // the permuted bytes back into that tensor, its shape unchanged). Plain tensors under a dispatch mode
+  // (FlopCounterMode, opcheck's schema check) are the caller's own: they get every check below.
+  const bool framework = self.is_meta() || self.key_set().has(c10::DispatchKey::Python);
+  if (framework && level == CheckLevel::kPublic && (symbolic || self.numel() != 0)) {
+    check_not_view_of_live_tensor(self, op);
+  }
   // Tracing with symbolic shapes (torch.compile dynamic=True): the eager checks ran, or will run, on real
   // tensors; nothing here can be decided without guarding on sizes.
-  if (self.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return;
+  if (symbolic) return;
   TORCH_CHECK(self.is_contiguous(), op, ": expected a contiguous tensor, got shape ", shape_str(self),
               " with strides ", self.strides(), " (call .contiguous() first; the result would not be in place)");
   if (self.numel() == 0) return;  // nothing moves: only the shape changes
-  // Ownership and aliasing are about tensors a user can see. Framework machinery (fake and meta tensors,
-  // dispatch modes such as opcheck's, tensor subclasses) makes copies and shallow aliases of its own; the
-  // kernels only ever touch the tensor's own elements, so skipping these checks there is memory-safe.
-  if (self.is_meta() || self.key_set().has(c10::DispatchKey::Python) ||
-      (level == CheckLevel::kPublic && c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python))) {
-    return;
-  }
+  if (framework) return;
   TORCH_CHECK(self.has_storage(), op, ": expected a tensor with storage, got one without (", self.toString(), ")");
   TORCH_CHECK(self.storage_offset() == 0, op,
               ": expected a tensor that owns its whole storage, got a storage offset of ", self.storage_offset(),
@@ -121,25 +146,20 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   // Tensors that share this storage: the tensor itself, and the base it is a view of (which shares its version
   // counter, so autograd uses of the base are invalidated as for any in-place op on a view). Any other holder
   // (another view, an alias, a tensor saved for backward) would silently see permuted bytes.
-  int64_t expected = 1;
-  if (self.is_view()) {
-    const at::TensorBase& base = self._base();
-    if (base.defined() && base.has_storage() && base.storage().is_alias_of(self.storage())) {
-      // The base is kept alive by this view. If Python code still references it (its PyObject has more than
-      // the one reference the C++ side keeps), the caller can still see it: refuse.
-      const auto* slot = base.unsafeGetTensorImpl()->pyobj_slot();
-      TORCH_CHECK(slot->load_pyobj() == nullptr || slot->has_unique_reference(), op,
-                  ": expected a tensor whose storage no other tensor shares, got a view of a live tensor of shape ",
-                  shape_str(base), " (transposing in place would silently change it; call .clone() first)");
-      expected = 2;
-    }
-  }
+  const int64_t expected = check_not_view_of_live_tensor(self, op) ? 2 : 1;
   const int64_t users = tensor_holders(self.storage());
   TORCH_CHECK(users <= expected, op,
               ": expected a tensor whose storage no other tensor shares, got a storage shared with ",
               users - expected,
               " other tensor(s) (a view or alias of it, or a tensor saved for backward); transposing in place "
               "would silently change them (call .clone() first)");
+}
+
+void check_not_inference_outside_mode(const at::Tensor& self, const char* op) {
+  TORCH_CHECK(!self.is_inference() || c10::InferenceMode::is_enabled(), op,
+              ": expected a tensor that may be updated in place, got an inference tensor outside "
+              "torch.inference_mode() (PyTorch allows in-place updates of inference tensors only inside it; clone it "
+              "first)");
 }
 
 void check_inplace_autograd(const at::Tensor& self) {

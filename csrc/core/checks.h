@@ -17,7 +17,8 @@ enum class CheckLevel {
   // The public contract (transpose_, aos_to_soa_, soa_to_aos_): also that the tensor owns its whole storage (no
   // other tensor can reach storage past its elements, unless the slack came from empty_transposable) and that
   // no other live tensor shares the storage (a view or alias, or a tensor saved for backward), since such a
-  // tensor would silently change. Skipped for framework machinery (fake/meta tensors, dispatch modes).
+  // tensor would silently change. For framework tensors (fake/meta tensors, subclasses) only the view rule: a view
+  // of a tensor that Python code still holds is refused.
   kPublic,
 };
 
@@ -27,6 +28,10 @@ void check_transposable_dtype(at::ScalarType dtype, const char* op, const char* 
 
 // Throws (TORCH_CHECK, naming `op`) unless `self` passes `level`; everything is checked before a byte moves.
 void check_transposable(const at::Tensor& self, const char* op, CheckLevel level);
+
+// PyTorch's refusal of an in-place update of an inference tensor outside InferenceMode, made before any byte moves
+// (such tensors skip the autograd kernels, whose version bump would raise only after the kernel ran).
+void check_not_inference_outside_mode(const at::Tensor& self, const char* op);
 
 // PyTorch's own refusals for an in-place op under autograd (a leaf that requires grad, or a view of one), made
 // before any byte moves: torch::autograd::Function's mark_dirty would only raise after the kernel ran.

@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 
+#include "core/checks.h"
 #include "ops/lu_common.h"
 #include "torch_inplace.h"
 
@@ -30,6 +31,7 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
   TORCH_CHECK(st == at::kFloat || st == at::kDouble || st == at::kComplexFloat || st == at::kComplexDouble, op,
               ": expected dtype float32, float64, complex64 or complex128, got ", st);
   if (inplace) {
+    check_not_inference_outside_mode(A, op);
     TORCH_CHECK(A.is_contiguous(), op, ": expected a contiguous tensor (the in-place op overwrites its storage), got "
                 "strides ", A.sym_strides(), " for shape ", A.sym_sizes(), "; use the out-of-place op instead");
     TORCH_CHECK(!math_bits || (!A.is_conj() && !A.is_neg()), op, ": expected a tensor without the conjugate/negative view bit, got "
