@@ -130,6 +130,56 @@ def test_in_place_on_conj_and_neg_views(device, view):
     assert torch.equal(piv.cpu(), piv_ref)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("view", ["row", "reshape", "conj"])
+def test_in_place_on_views_of_tensors_that_require_grad(device, view):
+    """lu_factor_ on a view of a tensor in the graph (B[i], a reshape, a conjugate view) factorizes it and carries
+    torch.linalg.lu_factor's gradient back to the base, as inverse_ does; nothing was refused after the kernel ran."""
+    dtype = torch.complex128 if view == "conj" else torch.float64
+    n = 5
+    A = random_matrices((3,), n, dtype, device, seed=7)
+    take = {"row": lambda B: B[1], "reshape": lambda B: B.view(3 * n, n)[n:2 * n].view(n, n),
+            "conj": lambda B: B[1].conj()}[view]
+    G = random_matrices((), n, dtype, device, seed=8)
+
+    x = A.clone().requires_grad_()
+    V = take(x * 1)
+    piv = TL.lu_factor_(V)
+    (V * G).real.sum().backward()
+
+    y = A.clone().requires_grad_()
+    LU_ref, piv_ref = torch.linalg.lu_factor(take(y * 1).resolve_conj())
+    (LU_ref * G).real.sum().backward()
+    torch.testing.assert_close(V.detach().resolve_conj(), LU_ref.detach())
+    assert torch.equal(piv.cpu(), piv_ref.cpu())
+    torch.testing.assert_close(x.grad, y.grad)
+    assert x.grad[0].abs().max() == 0 and x.grad[1].abs().max() > 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inference_tensor_outside_inference_mode_refused(device):
+    with torch.inference_mode():
+        A = random_matrices((2,), 4, torch.float64, device)
+    before = A.clone()
+    for fn, name in ((TL.lu_factor_, "lu_factor_"), (TL.inverse_, "inverse_")):
+        with pytest.raises(RuntimeError, match=name + ": expected a tensor that may be updated in place, got an "
+                           "inference tensor outside torch.inference_mode"):
+            fn(A)
+        assert torch.equal(A, before)
+    with torch.inference_mode():  # inside it, as for PyTorch's own in-place ops
+        TL.inverse_(A)
+    torch.testing.assert_close(A, torch.linalg.inv(before))
+
+
+@pytest.mark.parametrize("value", [None, 1, 0, "yes"])
+def test_check_errors_must_be_bool(value):
+    A = random_matrices((2,), 3, torch.float64, "cpu")
+    with pytest.raises(TypeError, match="lu_factor_ex\\(\\): argument 'check_errors' must be bool"):
+        TL.lu_factor_ex(A, check_errors=value)
+    with pytest.raises(TypeError, match="batched_inverse_ex\\(\\): argument 'check_errors' must be bool"):
+        TL.batched_inverse_ex(A, check_errors=value)
+
+
 def test_errors_name_the_op_called():
     with pytest.raises(RuntimeError, match=r"^lu_factor: expected square"):
         TL.lu_factor(torch.randn(3, 4))

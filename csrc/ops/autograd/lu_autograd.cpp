@@ -140,19 +140,22 @@ class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
   }
 };
 
+// Returns A alone: a Function that modifies a view in place may return nothing else (autograd would raise only after
+// the kernel ran, e.g. for A = B[0] or a conjugate view of B that requires grad). The pivots, not differentiable,
+// come back through `pivots_out`.
 class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
  public:
-  static variable_list forward(AutogradContext* ctx, at::Tensor A) {
+  static variable_list forward(AutogradContext* ctx, at::Tensor A, at::Tensor* pivots_out) {
     at::Tensor pivots = lu_factor__below(A);
     ctx->mark_dirty({A});
-    ctx->mark_non_differentiable({pivots});
     ctx->save_for_backward({A, pivots});
-    return {A, pivots};
+    *pivots_out = pivots;
+    return {A};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    if (!grads[0].defined()) return {at::Tensor()};
-    return {lu_backward(saved[0], saved[1], grads[0])};
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    return {lu_backward(saved[0], saved[1], grads[0]), at::Tensor()};
   }
 };
 
@@ -219,7 +222,9 @@ at::Tensor lu_factor__autograd(at::Tensor& A) {
     torch::autograd::impl::bump_version(A);
     return pivots;
   }
-  return LuFactorInplace::apply(A)[1];
+  at::Tensor pivots;
+  LuFactorInplace::apply(A, &pivots);
+  return pivots;
 }
 
 }  // namespace
