@@ -1,8 +1,8 @@
 // Shared pieces of the standalone CUDA harnesses (split_inverse_harness.cu, small_lu_harness.cu,
 // small_lu_complex_harness.cu, medium_lu_harness.cu, dmma_inverse_harness.cu, shift_harness.cu, tiles_harness.cu,
-// onchip_harness.cu, onchip_skinny_harness.cu): error check, the small LU harnesses' batch and grid, random matrices
-// with moving pivots and some singular ones, bitwise comparison and hashes of output bits, event timing (back to
-// back, or each call queued behind a sleep kernel) and the device copy bandwidth.
+// onchip_harness.cu, onchip_skinny_harness.cu, one_by_one_harness.cu): error check, the small LU harnesses' batch and
+// grid, random matrices with moving pivots and some singular ones, bitwise comparison and hashes of output bits, event
+// timing (back to back, or each call queued behind a sleep kernel) and the device copy bandwidth.
 #pragma once
 
 #include <cuda_runtime.h>
