@@ -17,7 +17,9 @@ at::Tensor& transpose_(at::Tensor& self, c10::string_view algorithm = "auto");
 at::Tensor& aos_to_soa_(at::Tensor& self);
 // (..., F, N) structure of arrays -> (..., N, F) array of structures, in place.
 at::Tensor& soa_to_aos_(at::Tensor& self);
-// A tensor whose storage carries the slack the GPU planner may use for padded transposes.
+// A tensor whose storage carries the slack the GPU planner may use for padded transposes. `options`: dtype, device and
+// requires_grad are honoured; a layout other than strided, pinned memory or a memory format other than contiguous is
+// refused (c10::Error naming empty_transposable).
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
 
 // Small batched LU and inverse (n <= 32 in registers, 32 < n <= 64 in shared memory on the GPU; larger n through

@@ -154,6 +154,27 @@ def test_compile_refuses_view_of_input(backend):
     assert torch.equal(x, before)
 
 
+def _view_of_live(b: torch.Tensor) -> torch.Tensor:
+    c = b.clone()
+    torch.ops.inplace.transpose_(c.view(c.shape[1], c.shape[0]))
+    return c
+
+
+def _view_of_temporary(b: torch.Tensor) -> torch.Tensor:
+    v = b.clone().view(b.shape[1], b.shape[0])
+    return torch.ops.inplace.transpose_(v)
+
+
+def test_torchscript_refuses_view_of_live_tensor():
+    """Without Python objects (TorchScript, C++) a base that anything else still holds is live too."""
+    b = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(RuntimeError, match="transpose_: expected a tensor whose storage no other tensor shares, got a "
+                       "view of a live tensor"):
+        torch.jit.script(_view_of_live)(b)
+    got = torch.jit.script(_view_of_temporary)(b)  # the base lives only through the view: taken
+    torch.testing.assert_close(got, ref_transpose(b.view(3, 2)), rtol=0, atol=0)
+
+
 # ---- opcheck: every default check, no expected failures -----------------------------------------------------
 
 

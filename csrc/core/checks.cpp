@@ -47,15 +47,17 @@ std::string shape_str(const at::TensorBase& t) {
   return os.str();
 }
 
-// A view whose base Python code still references (its PyObject has more than the one reference the C++ side
-// keeps) is refused: the caller can still see the base. Returns whether `self` is a view whose base it keeps alive
-// alone (one more holder of the storage).
+// A view whose base the caller can still reach is refused: Python code still references the base (its PyObject has
+// more than the one reference the C++ side keeps), or, where the base has no PyObject (C++ and TorchScript callers,
+// or one Python let go of), anything holds the base's TensorImpl beyond this view's own reference to it. Returns
+// whether `self` is a view whose base it keeps alive alone (one more holder of the storage).
 bool check_not_view_of_live_tensor(const at::Tensor& self, const char* op) {
   if (!self.is_view()) return false;
   const at::TensorBase& base = self._base();
   if (!base.defined() || !base.has_storage() || !base.storage().is_alias_of(self.storage())) return false;
   const auto* slot = base.unsafeGetTensorImpl()->pyobj_slot();
-  TORCH_CHECK(slot->load_pyobj() == nullptr || slot->has_unique_reference(), op,
+  const bool only_this_view = slot->load_pyobj() != nullptr ? slot->has_unique_reference() : base.use_count() == 1;
+  TORCH_CHECK(only_this_view, op,
               ": expected a tensor whose storage no other tensor shares, got a view of a live tensor of shape ",
               shape_str(base), " (transposing in place would silently change it; call .clone() first)");
   return true;
@@ -100,6 +102,9 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
               op, ": expected a plain tensor, got a torch.func transform's tensor (vmap, grad, jvp, jacrev, ...); the "
               "op changes the tensor's shape in place, which those transforms cannot follow: use x.mT.contiguous() "
               "inside transformed functions");
+  // PyTorch's refusals of leaves that require grad (and views of them), under the op's name, before the checks below
+  // (which would refuse a view of a leaf too: autograd holds the leaf).
+  if (level == CheckLevel::kPublic) check_inplace_autograd(self, op);
   check_not_inference_outside_mode(self, op);
   // The tangent of forward-mode AD (torch.autograd.forward_ad) would keep the old shape: refused, as under torch.func.
   TORCH_CHECK(!self._fw_grad(/*level=*/0).defined(), op,
@@ -162,13 +167,13 @@ void check_not_inference_outside_mode(const at::Tensor& self, const char* op) {
               "first)");
 }
 
-void check_inplace_autograd(const at::Tensor& self) {
+void check_inplace_autograd(const at::Tensor& self, const char* op) {
   if (!at::GradMode::is_enabled() || !self.requires_grad()) return;
-  TORCH_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
+  TORCH_CHECK(!self.is_leaf(), op, ": a leaf Variable that requires grad is being used in an in-place operation.");
   if (self.is_view()) {
     const at::TensorBase& base = self._base();
-    TORCH_CHECK(!(base.is_leaf() && base.requires_grad()),
-                "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    TORCH_CHECK(!(base.is_leaf() && base.requires_grad()), op,
+                ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
   }
 }
 

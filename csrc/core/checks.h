@@ -35,7 +35,7 @@ void check_not_inference_outside_mode(const at::Tensor& self, const char* op);
 
 // PyTorch's own refusals for an in-place op under autograd (a leaf that requires grad, or a view of one), made
 // before any byte moves: torch::autograd::Function's mark_dirty would only raise after the kernel ran.
-void check_inplace_autograd(const at::Tensor& self);
+void check_inplace_autograd(const at::Tensor& self, const char* op);
 
 // Whether a call on `t` must go through the op's torch::autograd::Function: grad mode on and `t` requiring grad,
 // or a forward-mode gradient on it (which the Function refuses clearly). Otherwise the autograd kernels call the

@@ -137,7 +137,16 @@ at::Tensor& soa_to_aos_(at::Tensor& self) {
 }
 
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options) {
-  return empty_transposable_op(size, c10::optTypeMetaToScalarType(options.dtype_opt()), options.device_opt());
+  const char* op = "empty_transposable";
+  TORCH_CHECK(options.layout() == at::kStrided, op, ": expected a strided layout, got ", options.layout());
+  TORCH_CHECK(!options.pinned_memory(), op, ": expected pinned_memory=false (pinned storage with slack is not "
+              "supported), got pinned_memory=true");
+  TORCH_CHECK(!options.has_memory_format() || *options.memory_format_opt() == at::MemoryFormat::Contiguous, op,
+              ": expected the contiguous memory format, got ", *options.memory_format_opt());
+  at::Tensor out =
+      empty_transposable_op(size, c10::optTypeMetaToScalarType(options.dtype_opt()), options.device_opt());
+  if (options.requires_grad()) out.set_requires_grad(true);
+  return out;
 }
 
 TORCH_LIBRARY_FRAGMENT(inplace, m) {

@@ -134,6 +134,43 @@ TEST(Ops, Refusals) {
   expect_refused(make({4, 6}, at::kFloat), "algorithm", "fastest");
   // An algorithm that cannot transpose this shape.
   expect_refused(make({4, 6}, at::kFloat), "square", "square");
+  // A view of a tensor the caller still holds (no Python object: its TensorImpl's holders tell); the base unchanged.
+  at::Tensor held = make({4, 6}, at::kFloat);
+  const at::Tensor held_before = held.clone();
+  expect_refused(held.view({6, 4}), "got a view of a live tensor");
+  EXPECT_TRUE(at::equal(held, held_before));
+  EXPECT_EQ(held.sizes(), c10::IntArrayRef({4, 6}));
+}
+
+TEST(Ops, ViewWhoseBaseOnlyItHolds) {
+  // The base lives only through the view (a temporary): nothing else can see the bytes move.
+  at::Tensor v = make({24}, at::kFloat).view({4, 6});
+  ASSERT_TRUE(v.is_view());
+  const at::Tensor want = v.t().clone(at::MemoryFormat::Contiguous);
+  torch_inplace::transpose_(v);
+  EXPECT_TRUE(at::equal(v, want));
+}
+
+TEST(Ops, LeafRefusalsNameTheOp) {
+  at::Tensor leaf = at::randn({4, 6}, at::kDouble).set_requires_grad(true);
+  try {
+    torch_inplace::transpose_(leaf);
+    ADD_FAILURE() << "a leaf that requires grad was transposed";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("transpose_: a leaf Variable that requires grad"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(leaf.sizes(), c10::IntArrayRef({4, 6}));
+}
+
+TEST(Ops, EmptyTransposableOptions) {
+  at::Tensor t = torch_inplace::empty_transposable({3, 4}, at::TensorOptions().dtype(at::kDouble).requires_grad(true));
+  EXPECT_TRUE(t.requires_grad());
+  EXPECT_EQ(t.scalar_type(), at::kDouble);
+  for (const at::TensorOptions& bad : {at::TensorOptions().layout(at::kSparse), at::TensorOptions().pinned_memory(true),
+                                       at::TensorOptions().memory_format(at::MemoryFormat::ChannelsLast)}) {
+    EXPECT_THROW(torch_inplace::empty_transposable({3, 4}, bad), c10::Error);
+  }
 }
 
 }  // namespace

@@ -188,7 +188,7 @@ at::Tensor batched_inverse_autograd(const at::Tensor& A) {
 
 void inverse_data_autograd(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
-  check_inplace_autograd(A);
+  check_inplace_autograd(A, "inverse_");
   if (linalg_stands_in(A)) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A)));
     return;
@@ -211,7 +211,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::T
 
 at::Tensor lu_factor__autograd(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
-  check_inplace_autograd(A);
+  check_inplace_autograd(A, "lu_factor_");
   if (linalg_stands_in(A)) {
     auto [LU, pivots, info] = at::linalg_lu_factor_ex(A);
     A.copy_(LU);

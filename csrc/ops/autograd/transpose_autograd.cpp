@@ -44,7 +44,7 @@ class TransposeData : public torch::autograd::Function<TransposeData> {
 };
 
 void transpose_data_autograd(at::Tensor& self, c10::string_view algorithm) {
-  check_inplace_autograd(self);
+  check_inplace_autograd(self, "_transpose_data_");  // the public ops ran it first, under their own names
   if (!records_autograd(self)) {  // nothing to differentiate: no node, just the version bump
     transpose_data_below_autograd(self, algorithm);
     torch::autograd::impl::bump_version(self);
