@@ -10,7 +10,20 @@
 #                 toolkit (nvcc) is found; else IMPORTED.
 # The torch install is located from Torch_DIR, or TorchConfig.cmake on CMAKE_PREFIX_PATH
 # (python -c 'import torch; print(torch.utils.cmake_prefix_path)').
-include_guard(GLOBAL)
+# The targets are directory-scoped imported targets, like find_package(Torch)'s: each directory that finds the package
+# (sibling subdirectories included) gets its own. With TORCH_INPLACE_FIND_TORCH_SOFT set (TorchInplaceConfig.cmake), a
+# LibTorch that cannot be found sets TORCH_INPLACE_TORCH_NOT_FOUND to the reason instead of stopping CMake, so that
+# find_package(TorchInplace) can report NOT_FOUND (QUIET, optional dependencies).
+include_guard(DIRECTORY)
+
+macro(_ti_torch_not_found reason)
+  if(TORCH_INPLACE_FIND_TORCH_SOFT)
+    set(TORCH_INPLACE_TORCH_NOT_FOUND "${reason}")
+    return()
+  endif()
+  message(FATAL_ERROR "${reason}")
+endmacro()
+unset(TORCH_INPLACE_TORCH_NOT_FOUND)
 
 set(TORCH_INPLACE_FIND_TORCH "AUTO" CACHE STRING "How to find LibTorch: AUTO, FIND_PACKAGE or IMPORTED")
 set_property(CACHE TORCH_INPLACE_FIND_TORCH PROPERTY STRINGS AUTO FIND_PACKAGE IMPORTED)
@@ -34,8 +47,8 @@ if(NOT TARGET TorchInplace::Torch)
     find_file(TORCH_INPLACE_TORCH_CONFIG TorchConfig.cmake HINTS ${_ti_hints} NO_DEFAULT_PATH
               DOC "TorchConfig.cmake of the LibTorch to build against")
     if(NOT TORCH_INPLACE_TORCH_CONFIG)
-      message(FATAL_ERROR "torch_inplace: LibTorch not found. Pass -DCMAKE_PREFIX_PATH=\"$(python -c 'import torch; "
-                          "print(torch.utils.cmake_prefix_path)')\" or -DTorch_DIR=<dir of TorchConfig.cmake>.")
+      _ti_torch_not_found("torch_inplace: LibTorch not found. Pass -DCMAKE_PREFIX_PATH=\"$(python -c 'import torch; \
+print(torch.utils.cmake_prefix_path)')\" or -DTorch_DIR=<dir of TorchConfig.cmake>.")
     endif()
     get_filename_component(_ti_torch_prefix "${TORCH_INPLACE_TORCH_CONFIG}/../../../.." ABSOLUTE)
     if(_ti_mode STREQUAL "AUTO")
@@ -54,7 +67,15 @@ if(NOT TARGET TorchInplace::Torch)
 
   if(_ti_mode STREQUAL "FIND_PACKAGE")
     if(NOT TARGET torch)
-      find_package(Torch REQUIRED)
+      if(TORCH_INPLACE_FIND_TORCH_SOFT)
+        find_package(Torch QUIET)
+        if(NOT Torch_FOUND)
+          _ti_torch_not_found("torch_inplace: LibTorch not found by find_package(Torch). Pass -DCMAKE_PREFIX_PATH=\
+\"$(python -c 'import torch; print(torch.utils.cmake_prefix_path)')\" or -DTorch_DIR=<dir of TorchConfig.cmake>.")
+        endif()
+      else()
+        find_package(Torch REQUIRED)
+      endif()
     endif()
     add_library(TorchInplace::Torch INTERFACE IMPORTED)
     set_target_properties(TorchInplace::Torch PROPERTIES INTERFACE_LINK_LIBRARIES "${TORCH_LIBRARIES}")
@@ -64,7 +85,7 @@ if(NOT TARGET TorchInplace::Torch)
     foreach(_ti_name torch torch_cpu c10)
       find_library(TORCH_INPLACE_LIB_${_ti_name} ${_ti_name} PATHS "${_ti_torch_prefix}/lib" NO_DEFAULT_PATH)
       if(NOT TORCH_INPLACE_LIB_${_ti_name})
-        message(FATAL_ERROR "torch_inplace: lib${_ti_name} not found under ${_ti_torch_prefix}/lib")
+        _ti_torch_not_found("torch_inplace: lib${_ti_name} not found under ${_ti_torch_prefix}/lib")
       endif()
       list(APPEND _ti_libs "${TORCH_INPLACE_LIB_${_ti_name}}")
     endforeach()
