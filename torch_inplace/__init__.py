@@ -9,14 +9,36 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
+import sys
 from typing import Iterator, NamedTuple, Optional, Sequence
 
 import torch
 
-from . import _C  # noqa: F401  (loads the library; its static registrars define torch.ops.inplace.*)
-from . import linalg
+
+def _refuse_second_copy() -> None:
+    # The C++ library (libtorch_inplace.so, loaded by torch.ops.load_library or linked into an embedding program)
+    # registers the same operators as this package's extension; registering them twice aborts the process, so
+    # refuse the import with an error instead.
+    if "torch_inplace._C" in sys.modules:  # importlib.reload: the extension is this package's own
+        return
+    try:
+        found = torch._C._jit_get_operation("inplace::transpose_")
+    except RuntimeError:
+        return
+    if (found[0] if isinstance(found, tuple) else found) is None:
+        return
+    raise ImportError("torch_inplace: the operators inplace::* are already registered in this process (by "
+                      "libtorch_inplace.so, the LibTorch build of this library, loaded with torch.ops.load_library "
+                      "or linked into the program); the Python package carries its own copy and cannot be loaded "
+                      "beside it: use torch.ops.inplace.* directly, or the package alone")
+
+
+_refuse_second_copy()
+
+from . import _C  # noqa: E402,F401  (loads the library; its static registrars define torch.ops.inplace.*)
+from . import linalg  # noqa: E402
 from .linalg import (InverseExResult, LUFactorExResult, LUFactorResult, batched_inverse, batched_inverse_ex,
-                     inverse_, lu_factor, lu_factor_, lu_factor_ex)
+                     inverse_, lu_factor, lu_factor_, lu_factor_ex)  # noqa: E402
 
 __all__ = [
     "transpose_",
