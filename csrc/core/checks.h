@@ -38,7 +38,8 @@ void check_not_inference_outside_mode(const at::Tensor& self, const char* op);
 void check_inplace_autograd(const at::Tensor& self, const char* op);
 
 // Whether a call on `t` must go through the op's torch::autograd::Function: grad mode on and `t` requiring grad,
-// or a forward-mode gradient on it (which the Function refuses clearly). Otherwise the autograd kernels call the
+// or a forward-mode gradient on it (which never gets there: the transposition ops refuse it in check_transposable, the
+// LU ops hand it to torch.linalg). Otherwise the autograd kernels call the
 // backend directly, without a graph node, saved variables or output wrapping (about a microsecond per call);
 // in-place ops then bump the version counter themselves, as mark_dirty would.
 bool records_autograd(const at::Tensor& t);
