@@ -72,10 +72,15 @@ int main() {
         [=] { one_by_one_kernel<float, 1><<<(unsigned)blocks, t>>>(a, x, nullptr, nullptr, B); });
   }
   const float4* in4 = reinterpret_cast<const float4*>(a); float4* out4 = reinterpret_cast<float4*>(x);
-#define ADDK(K, T, CS) add("rk K=" #K " T=" #T " cs=" #CS, [=] { rk<K, CS><<<(unsigned)((nc + T * K - 1) / (T * K)), T>>>(in4, out4, nc); });
+#define ADDK(K, T, CS)                                 \
+  add("rk K=" #K " T=" #T " cs=" #CS, [=] {            \
+    const unsigned blocks = (nc + T * K - 1) / (T * K); \
+    rk<K, CS><<<blocks, T>>>(in4, out4, nc);            \
+  });
   ADDK(1, 256, 0) ADDK(2, 256, 0) ADDK(4, 256, 0) ADDK(8, 256, 0) ADDK(2, 512, 0) ADDK(4, 512, 0) ADDK(2, 1024, 0)
   ADDK(4, 128, 0) ADDK(8, 128, 0) ADDK(2, 256, 1) ADDK(2, 256, 2) ADDK(4, 256, 2)
-#define ADDG(K, T, BPS) add("rgs K=" #K " T=" #T " blocks/SM=" #BPS, [=] { rgs<K><<<(unsigned)(sms * BPS), T>>>(in4, out4, nc); });
+#define ADDG(K, T, BPS) \
+  add("rgs K=" #K " T=" #T " blocks/SM=" #BPS, [=] { rgs<K><<<(unsigned)(sms * BPS), T>>>(in4, out4, nc); });
   ADDG(1, 1024, 2) ADDG(2, 1024, 2) ADDG(4, 512, 4) ADDG(2, 512, 4) ADDG(4, 256, 8) ADDG(2, 256, 8) ADDG(1, 256, 8)
   add("cudaMemcpyAsync 4 MB", [=] { CK(cudaMemcpyAsync(x, a, B * 4, cudaMemcpyDeviceToDevice)); });
   add("empty kernel", [=] { empty_kernel<<<1, 32>>>(); });
