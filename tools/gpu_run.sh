@@ -2,11 +2,14 @@
 # One call on a GPU machine (H100/H200): build for sm_90 with 16 jobs, run the GPU test suite, compute-sanitizer
 # memcheck/racecheck on a representative set, and the benchmarks; everything lands under $OUT:
 #   $OUT/summary.txt  one line per stage (ok / FAILED, seconds)   $OUT/gpu.txt   nvidia-smi, torch's view
-#   $OUT/build.log  $OUT/pytest.log  $OUT/sanitize.log  $OUT/bench.log
+#   $OUT/build.log  $OUT/pytest.log  $OUT/sanitize.log  $OUT/cmake.log  $OUT/bench.log
 #   $OUT/results.tgz  benchmarks/results/<gpu>/ (JSON + PNG) as produced by this run
 #   $OUT/profile.log  per-kernel times (benchmarks/profile_transpose_kernels.py)
 #   $OUT/compare_fused_rotation.log  gcd > 1 shapes, rotation fused vs separate
-# STAGES=build,test,sanitize,bench (default all) picks stages; BENCH_ARGS / LINALG_ARGS go to the benchmarks.
+# STAGES=build,test,sanitize,cmake,bench (default all) picks stages; BENCH_ARGS / LINALG_ARGS go to the benchmarks.
+# The cmake stage builds the LibTorch library with -DTORCH_INPLACE_WITH_CUDA=ON and runs CTest on the GPU (the C++
+# API's CUDA tests included); GoogleTest comes from the system, or is built first from GTEST_SRC (a googletest
+# source tree, e.g. Debian's /usr/src/googletest carried along) where the GPU image has none.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(realpath -m "${OUT:-out}")
@@ -17,7 +20,7 @@ export MAX_JOBS=${MAX_JOBS:-16} TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0
 if [ -x /usr/bin/gcc ] && [ -x /usr/bin/g++ ]; then export CC=${TI_CC:-/usr/bin/gcc} CXX=${TI_CXX:-/usr/bin/g++}; fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
-STAGES=${STAGES:-build,test,sanitize,bench}
+STAGES=${STAGES:-build,test,sanitize,cmake,bench}
 status=0
 
 stage() {  # stage NAME LOG command...
@@ -42,6 +45,23 @@ stage build build.log $PY setup.py build_ext --inplace
 if [ $status -ne 0 ]; then exit 1; fi
 stage test pytest.log $PY -X faulthandler -m pytest tests -q -m gpu -p no:cacheprovider --durations=15
 if [ -f tools/sanitize.sh ]; then stage sanitize sanitize.log bash tools/sanitize.sh; fi
+cmake_cuda() {
+  local torch_prefix prefix build=build/cmake-cuda
+  torch_prefix=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)') || return 1
+  prefix=$torch_prefix
+  if [ -n "${GTEST_SRC:-}" ]; then
+    cmake -S "$GTEST_SRC" -B /tmp/ti-gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_GMOCK=OFF \
+      -DCMAKE_INSTALL_PREFIX=/tmp/ti-gtest && cmake --build /tmp/ti-gtest-build -j "$MAX_JOBS" \
+      && cmake --install /tmp/ti-gtest-build > /dev/null || return 1
+    prefix="/tmp/ti-gtest;$torch_prefix"
+  fi
+  cmake -S . -B "$build" -G Ninja -DTORCH_INPLACE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_CUDA_HOST_COMPILER="${CXX:-g++}" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DTORCH_INPLACE_PYTHON="$(command -v "$PY")" || return 1
+  cmake --build "$build" -j "$MAX_JOBS" || return 1
+  ctest --test-dir "$build" --output-on-failure -j 4
+}
+stage cmake cmake.log cmake_cuda
 bench() {
   local rc=0
   if [ -f benchmarks/bench_transpose.py ]; then $PY benchmarks/bench_transpose.py ${BENCH_ARGS:-} || rc=1; fi
@@ -56,5 +76,5 @@ bench() {
 stage bench bench.log bench
 tar czf "$OUT/results.tgz" benchmarks/results 2>/dev/null
 echo "=== summary"; cat "$OUT/summary.txt"
-grep -hE "passed|failed|median|target|TARGET" "$OUT/pytest.log" "$OUT/bench.log" 2>/dev/null | tail -40
+grep -hE "passed|failed|median|target|TARGET" "$OUT/pytest.log" "$OUT/cmake.log" "$OUT/bench.log" 2>/dev/null | tail -40
 exit $status

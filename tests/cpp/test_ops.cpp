@@ -1,6 +1,8 @@
-// The ops through LibTorch (the public C++ API of csrc/torch_inplace.h, i.e. through the dispatcher) on CPU:
-// results against t.transpose(-2, -1).contiguous(), and refusals that leave the tensor untouched.
+// The ops through LibTorch (the public C++ API of csrc/torch_inplace.h, i.e. through the dispatcher) on CPU, and on
+// CUDA where this LibTorch sees a GPU (skipped elsewhere): results against t.transpose(-2, -1).contiguous(), and
+// refusals that leave the tensor untouched.
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
@@ -171,6 +173,41 @@ TEST(Ops, EmptyTransposableOptions) {
                                        at::TensorOptions().memory_format(at::MemoryFormat::ChannelsLast)}) {
     EXPECT_THROW(torch_inplace::empty_transposable({3, 4}, bad), c10::Error);
   }
+}
+
+// The GPU engine from C++ (a build with -DTORCH_INPLACE_WITH_CUDA=ON on a GPU machine): the planner's choices on
+// shapes of every family, batches, forced algorithms, AoS <-> SoA, the padded factory, the on-device refusals.
+TEST(Ops, Cuda) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "this LibTorch sees no CUDA device";
+  auto cuda = [](at::Tensor t) { return t.to(at::Device(at::kCUDA, 0)).clone(); };
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 7}, {7, 1}, {2, 3}, {13, 17}, {64, 64}, {512, 512}, {100, 3}, {3, 100000}, {100000, 5}, {4, 37, 53},
+      {2, 3, 40, 24}, {1009, 2003}, {3000, 2000}, {6007, 13}, {16, 65536}};
+  for (const auto& s : shapes)
+    for (at::ScalarType d : {at::kByte, at::kHalf, at::kFloat, at::kDouble, at::kComplexDouble})
+      expect_transposed(cuda(make(s, d)));
+  // The algorithms that take any shape of their kind (the tiled sequences, the cut and the on-chip kernel have
+  // shape conditions of their own: tests/test_transpose_gpu.py forces those).
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> forced = {
+      {{1200, 1200}, "square"}, {{3, 1200, 1200}, "square"}, {{1500, 900}, "c2r"},   {{900, 1500}, "r2c"},
+      {{1009, 2003}, "c2r"},    {{1009, 2003}, "r2c"},       {{200000, 7}, "skinny"}, {{7, 200000}, "skinny"}};
+  for (const auto& [shape, algo] : forced)
+    for (at::ScalarType d : {at::kFloat, at::kDouble}) expect_transposed(cuda(make(shape, d)), algo);
+  at::Tensor aos = cuda(make({2, 100000, 3}, at::kFloat));
+  const at::Tensor orig = aos.clone();
+  torch_inplace::aos_to_soa_(aos);
+  EXPECT_TRUE(at::equal(aos, orig.transpose(-2, -1).contiguous()));
+  torch_inplace::soa_to_aos_(aos);
+  EXPECT_TRUE(at::equal(aos, orig));
+  expect_refused(cuda(make({5, 7}, at::kFloat)).t(), "contiguous");
+  at::Tensor held = cuda(make({40, 60}, at::kFloat));
+  const at::Tensor held_before = held.clone();
+  expect_refused(held.view({60, 40}), "got a view of a live tensor");
+  EXPECT_TRUE(at::equal(held, held_before));
+  // empty_transposable on the GPU: the padded plan may use its slack.
+  at::Tensor padded = torch_inplace::empty_transposable({1201, 1103}, at::TensorOptions().device(at::kCUDA, 0));
+  padded.copy_(cuda(make({1201, 1103}, at::kFloat)));
+  expect_transposed(padded);
 }
 
 }  // namespace
