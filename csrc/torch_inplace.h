@@ -3,8 +3,12 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/string_view.h>
 
+#include <cstdint>
+#include <string>
 #include <tuple>
 
 namespace torch_inplace {
@@ -21,6 +25,49 @@ at::Tensor& soa_to_aos_(at::Tensor& self);
 // requires_grad are honoured; a layout other than strided, pinned memory or a memory format other than contiguous is
 // refused (c10::Error naming empty_transposable).
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
+
+// The planner's choice for transposing a contiguous (..., m, n) tensor of `dtype` on `device` in place under the
+// current workspace limit (Python's torch_inplace.plan): the algorithm's name (as `algorithm` takes it), the scratch
+// bytes it takes and why. `algorithm` forces one; c10::Error if it cannot apply, or if no algorithm fits the limit.
+struct TransposePlan {
+  std::string algorithm;
+  int64_t scratch_bytes = 0;
+  std::string explanation;
+};
+TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype = at::kFloat,
+                             c10::Device device = c10::Device(c10::kCPU), c10::string_view algorithm = "auto");
+
+// Scratch memory. Every op takes its scratch from PyTorch's allocator (the caching allocator on GPUs); the planner
+// only picks algorithms whose scratch fits the process-wide limit, and an op for which none fits raises before it
+// writes anything. -1: no limit (the default).
+int64_t workspace_limit();
+void set_workspace_limit(int64_t bytes);  // bytes >= 0, or -1; c10::Error below -1
+
+// Sets the workspace limit for its scope and restores the previous one on exit (Python's
+// `with torch_inplace.workspace_limit(bytes):`).
+class WorkspaceLimitGuard {
+ public:
+  explicit WorkspaceLimitGuard(int64_t bytes) : previous_(workspace_limit()) { set_workspace_limit(bytes); }
+  ~WorkspaceLimitGuard() { set_workspace_limit(previous_); }
+  WorkspaceLimitGuard(const WorkspaceLimitGuard&) = delete;
+  WorkspaceLimitGuard& operator=(const WorkspaceLimitGuard&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
+// Scratch bytes the ops took since the last reset_workspace_stats().
+struct WorkspaceStats {
+  int64_t last_bytes = 0;    // scratch of the most recent op call
+  int64_t peak_bytes = 0;    // largest scratch of one call since the last reset
+  int64_t total_bytes = 0;   // sum over calls since the last reset
+  int64_t calls = 0;         // op calls that took scratch (or were planned with none) since the last reset
+};
+WorkspaceStats workspace_stats();
+void reset_workspace_stats();
+
+// Whether this build of the library carries GPU (CUDA or HIP) kernels.
+bool built_with_gpu();
 
 // Small batched LU and inverse (n <= 32 in registers, 32 < n <= 64 in shared memory on the GPU; larger n through
 // torch.linalg), torch.linalg semantics.

@@ -7,20 +7,9 @@
 
 #include <cstdint>
 
+#include "torch_inplace.h"  // the public part: workspace_limit, set_workspace_limit, WorkspaceStats, ...
+
 namespace torch_inplace {
-
-// Process-wide limit on the scratch bytes one op call may take; -1 means no limit.
-int64_t workspace_limit();
-void set_workspace_limit(int64_t bytes);
-
-struct WorkspaceStats {
-  int64_t last_bytes = 0;    // scratch of the most recent op call
-  int64_t peak_bytes = 0;    // largest scratch of one call since the last reset
-  int64_t total_bytes = 0;   // sum over calls since the last reset
-  int64_t calls = 0;         // op calls that took scratch (or were planned with none) since the last reset
-};
-WorkspaceStats workspace_stats();
-void reset_workspace_stats();
 
 // Records an op call's scratch (0 included) without allocating.
 void record_workspace(int64_t bytes);

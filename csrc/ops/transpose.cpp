@@ -136,6 +136,14 @@ at::Tensor& soa_to_aos_(at::Tensor& self) {
   return op.call(self);
 }
 
+TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype, c10::Device device,
+                             c10::string_view algorithm) {
+  auto [name, scratch, why] = plan_transpose_op(shape, dtype, device, algorithm);
+  return TransposePlan{std::move(name), scratch, std::move(why)};
+}
+
+bool built_with_gpu() { return has_gpu_kernels(); }
+
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options) {
   const char* op = "empty_transposable";
   TORCH_CHECK(options.layout() == at::kStrided, op, ": expected a strided layout, got ", options.layout());

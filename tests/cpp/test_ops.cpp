@@ -175,10 +175,51 @@ TEST(Ops, EmptyTransposableOptions) {
   }
 }
 
+TEST(Ops, PlanAndWorkspaceLimit) {
+  using torch_inplace::workspace_limit;
+  const torch_inplace::TransposePlan p = torch_inplace::plan_transpose({300, 200}, at::kFloat);
+  EXPECT_FALSE(p.algorithm.empty());
+  EXPECT_NE(p.explanation.find(p.algorithm), std::string::npos) << p.explanation;
+  ASSERT_GT(p.scratch_bytes, 16);
+  EXPECT_EQ(torch_inplace::plan_transpose({300, 200}, at::kDouble, at::Device(at::kCPU), "r2c").algorithm, "r2c");
+  EXPECT_THROW(torch_inplace::plan_transpose({30, 20}, at::kFloat, at::Device(at::kCPU), "square"), c10::Error);
+  EXPECT_THROW(torch_inplace::plan_transpose({30}, at::kFloat), c10::Error);
+  ASSERT_EQ(workspace_limit(), -1);
+  {
+    torch_inplace::WorkspaceLimitGuard guard(p.scratch_bytes);
+    EXPECT_EQ(workspace_limit(), p.scratch_bytes);
+    torch_inplace::reset_workspace_stats();
+    expect_transposed(make({300, 200}, at::kFloat));
+    const torch_inplace::WorkspaceStats st = torch_inplace::workspace_stats();
+    EXPECT_EQ(st.calls, 1);
+    EXPECT_EQ(st.last_bytes, p.scratch_bytes);
+    EXPECT_EQ(st.peak_bytes, p.scratch_bytes);
+    EXPECT_EQ(st.total_bytes, p.scratch_bytes);
+  }
+  EXPECT_EQ(workspace_limit(), -1);
+  {
+    torch_inplace::WorkspaceLimitGuard guard(16);
+    expect_refused(make({300, 200}, at::kFloat), "no algorithm fits the workspace limit of 16 B");
+    EXPECT_THROW(torch_inplace::plan_transpose({300, 200}, at::kFloat), c10::Error);
+    expect_transposed(make({50, 50}, at::kFloat));  // squares need no scratch
+  }
+  EXPECT_EQ(workspace_limit(), -1);
+  EXPECT_THROW(torch_inplace::set_workspace_limit(-5), c10::Error);
+  EXPECT_THROW(torch_inplace::WorkspaceLimitGuard bad(-5), c10::Error);
+  EXPECT_EQ(workspace_limit(), -1);
+  torch_inplace::reset_workspace_stats();
+  EXPECT_EQ(torch_inplace::workspace_stats().calls, 0);
+}
+
 // The GPU engine from C++ (a build with -DTORCH_INPLACE_WITH_CUDA=ON on a GPU machine): the planner's choices on
 // shapes of every family, batches, forced algorithms, AoS <-> SoA, the padded factory, the on-device refusals.
 TEST(Ops, Cuda) {
   if (!at::hasCUDA()) GTEST_SKIP() << "this LibTorch sees no CUDA device";
+  ASSERT_TRUE(torch_inplace::built_with_gpu());
+  const torch_inplace::TransposePlan p =
+      torch_inplace::plan_transpose({30011, 20011}, at::kFloat, at::Device(at::kCUDA, 0));
+  EXPECT_FALSE(p.algorithm.empty());
+  EXPECT_LE(p.scratch_bytes, 30011LL * 20011 * 4 / 1000 + (1 << 20)) << p.explanation;  // issue 3's memory bound
   auto cuda = [](at::Tensor t) { return t.to(at::Device(at::kCUDA, 0)).clone(); };
   const std::vector<std::vector<int64_t>> shapes = {
       {1, 7}, {7, 1}, {2, 3}, {13, 17}, {64, 64}, {512, 512}, {100, 3}, {3, 100000}, {100000, 5}, {4, 37, 53},
