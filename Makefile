@@ -32,9 +32,10 @@ test-python: build
 test-cpp: venv
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PYTHON=$(PY) bash tools/cpp_test.sh
 
-# Needs Debian's hipcc (apt-get install -y hipcc); CI installs it and always runs this check.
-test-hip:
-	@if command -v hipcc >/dev/null 2>&1 || [ -n "$$CI" ]; then bash tools/hip_check.sh; \
+# Needs Debian's hipcc (apt-get install -y hipcc); CI installs it and always runs this check. The venv's torch
+# provides hipify, which turns the CUDA sources into what a ROCm build compiles.
+test-hip: venv
+	@if command -v hipcc >/dev/null 2>&1 || [ -n "$$CI" ]; then PYTHON=$(PY) bash tools/hip_check.sh; \
 	else echo "test-hip: skipped: hipcc is not installed (apt-get install -y hipcc); CI runs this check"; fi
 
 # Compile every CUDA source for sm_90 even where the full build is CPU-only (torch's CUDA != nvcc's).

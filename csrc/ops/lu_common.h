@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ops/lu_rows.h"
+
 namespace torch_inplace {
 namespace lu {
 
@@ -30,12 +32,8 @@ int64_t batch_count(const at::Tensor& A);
 // Tuning overrides for the GPU kernels of (kind 0 = LU, 1 = inverse; dtype index 0..3; n): warps per block and
 // rows per lane (1 to 4, kLaneRows, kMediumRows, or kSplitRows / kTensorCoreRows for the inverse); 0 means "use the
 // committed table".
-// Set by the private op inplace::_small_lu_tuning (benchmarks/tune_lu.py, benchmarks/lu_table_ab.py).
-constexpr int kSplitRows = -2;  // rows split into two column parts (split_inverse_kernel; lu_launch.cuh)
-constexpr int kLaneRows = -3;   // a lane per matrix: every row in one lane (real types, n <= 8; lu_launch.cuh)
-// The float64 inverse on the fp64 tensor cores (dmma_inverse.cuh; 9 <= n <= 32, CUDA, compute capability 8.0 and up)
-constexpr int kTensorCoreRows = -4;
-constexpr int kMediumRows = -5; // the shared-memory kernels (medium_lu.cuh; what runs at 32 < n <= 64) at n <= 32
+// Set by the private op inplace::_small_lu_tuning (benchmarks/tune_lu.py, benchmarks/lu_table_ab.py). The row codes
+// (kSplitRows, kLaneRows, kTensorCoreRows, kMediumRows) are in ops/lu_rows.h.
 int tuning_override(int kind, int dtype_index, int64_t n);
 int rows_override(int kind, int dtype_index, int64_t n);
 int dtype_index(at::ScalarType t);

@@ -36,6 +36,13 @@ bool dmma_inverse_available() {
   return at::cuda::getCurrentDeviceProperties()->major >= 8;
 #endif
 }
+
+// ATen's side of the launchers (lu_launch.cuh).
+void check_runtime(ti_error_t err) { C10_CUDA_CHECK(err); }
+void internal_error(const char* what) { TORCH_CHECK(false, what); }
+int current_device() { return c10::cuda::current_device(); }
+int device_sms(int device) { return at::cuda::getDeviceProperties(device)->multiProcessorCount; }
+int device_major(int device) { return at::cuda::getDeviceProperties(device)->major; }
 }  // namespace lu_cuda
 
 namespace {

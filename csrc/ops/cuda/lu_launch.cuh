@@ -1,5 +1,9 @@
 // Host launchers of the small LU / inverse kernels (kernels/lu/small_lu.cuh). Declared for every (T, n) here;
 // defined and explicitly instantiated in lu_inst_*.cu (split by dtype and n so builds compile them in parallel).
+// No ATen or c10 header here or in the translation units that hold the kernels (lu_inst_*.cu, lu_medium.cu), as in
+// transpose_kernel.cu: what they need from ATen (errors, the current device and its properties) comes through the
+// functions below, defined in lu_kernel.cu. So torch's hipify and hipcc compile them without a ROCm build of PyTorch
+// (tools/hip_check.sh), as a ROCm build of the extension would.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +11,11 @@
 #if defined(__HIPCC__) || defined(USE_ROCM)
 #include <hip/hip_runtime.h>
 using ti_stream_t = hipStream_t;
+using ti_error_t = hipError_t;
 #else
 #include <cuda_runtime.h>
 using ti_stream_t = cudaStream_t;
+using ti_error_t = cudaError_t;
 #endif
 
 namespace torch_inplace {
@@ -44,14 +50,18 @@ int warp_smem_bytes();
 // lu_kernel.cu.
 bool dmma_inverse_available();
 
+// ATen's side of the launchers, defined in lu_kernel.cu. check_runtime raises as C10_CUDA_CHECK does (a c10::Error
+// with the runtime's message) unless `err` is success; internal_error raises a c10::Error with `what`.
+void check_runtime(ti_error_t err);
+[[noreturn]] void internal_error(const char* what);
+int current_device();       // c10::cuda::current_device()
+int device_sms(int device);  // ATen's (cached) device properties: multiprocessors
+int device_major(int device);  // and the compute capability's major version
+
 }  // namespace lu_cuda
 }  // namespace torch_inplace
 
 #ifdef TI_LU_DEFINE_LAUNCHERS
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <type_traits>
@@ -59,7 +69,13 @@ bool dmma_inverse_available();
 #include "kernels/lu/dmma_inverse.cuh"
 #include "kernels/lu/inverse_backward.cuh"
 #include "kernels/lu/small_lu.cuh"
-#include "ops/lu_common.h"  // lu::kSplitRows, lu::kTensorCoreRows
+#include "ops/lu_rows.h"  // lu::kSplitRows, lu::kTensorCoreRows
+
+// After every <<<...>>> launch (the role of C10_CUDA_KERNEL_LAUNCH_CHECK).
+#define TI_LU_LAUNCH_CHECK() ::torch_inplace::lu_cuda::check_runtime(cudaGetLastError())
+// Launch configurations are plain variables: torch's hipify rewrites each <<<...>>> into hipLaunchKernelGGL by
+// matching text, and mangles a configuration that holds the kernel's name (`kernel` in `kernels::kWarpSize`) or a
+// shift (`1 << 20`).
 
 namespace torch_inplace {
 namespace lu_cuda {
@@ -111,7 +127,7 @@ template <typename Tag, typename Kernel>
 int64_t resident_blocks(Kernel kernel, int warps, int smem_bytes) {
   constexpr int kDevices = 64;
   static std::atomic<int> per_sm_cache[kDevices][9];
-  const int dev = c10::cuda::current_device();
+  const int dev = current_device();
   if (dev < 0 || dev >= kDevices || warps < 1 || warps > 8) return 0;
   int per_sm = per_sm_cache[dev][warps].load(std::memory_order_relaxed);
   if (per_sm == 0) {
@@ -123,7 +139,7 @@ int64_t resident_blocks(Kernel kernel, int warps, int smem_bytes) {
     }
     per_sm_cache[dev][warps].store(per_sm, std::memory_order_relaxed);
   }
-  return static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  return static_cast<int64_t>(per_sm) * device_sms(dev);
 }
 
 // Blocks of a launch over `batch` matrices, `per_block` per block and turn: enough for one turn of every warp, or
@@ -151,8 +167,9 @@ static void launch_small(Kernel kernel, int64_t batch, int warps, ti_stream_t st
   const unsigned blocks = lu_grid<KernelTag<T, N, R, Kind>>(kernel, kernels::lu::lu_persistent<T, N, R>(), batch,
                                                             static_cast<int64_t>(w) * Geo::kGroups, w, smem);
   const bool prefetch = !lu_env_off("TORCH_INPLACE_LU_PREFETCH");
-  kernel<<<blocks, w * kernels::kWarpSize, smem, stream>>>(args..., batch, prefetch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned threads = w * kernels::kWarpSize;
+  kernel<<<blocks, threads, smem, stream>>>(args..., batch, prefetch);
+  TI_LU_LAUNCH_CHECK();
 }
 
 template <typename T, int N, int R>
@@ -171,11 +188,11 @@ template <typename T, int Kind>
 static void launch_one_by_one(const T* in, T* out, int32_t* ipiv, int32_t* info, int64_t batch, ti_stream_t stream) {
   constexpr int kThreads = 256, kV = kernels::lu::Geometry<T, 1>::kV;
   const int64_t chunks = (batch + kV - 1) / kV;
+  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
   const int64_t blocks = (chunks + kThreads - 1) / kThreads;
-  kernels::lu::one_by_one_kernel<T, Kind>
-      <<<static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), kThreads, 0, stream>>>(in, out, ipiv, info,
-                                                                                               batch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+  kernels::lu::one_by_one_kernel<T, Kind><<<grid, kThreads, 0, stream>>>(in, out, ipiv, info, batch);
+  TI_LU_LAUNCH_CHECK();
 }
 
 template <typename T, int N>
@@ -208,9 +225,9 @@ struct SmemLimitRaised {
 };
 inline void allow_block_smem(const void* kernel, SmemLimitRaised& raised, int smem, int limit) {
   if (smem <= kMaxBlockSmem) return;
-  const int dev = c10::cuda::current_device();
+  const int dev = current_device();
   if (dev >= 0 && dev < SmemLimitRaised::kDevices && !raised.done[dev].load(std::memory_order_relaxed)) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    check_runtime(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
     raised.done[dev].store(true, std::memory_order_relaxed);
   }
 }
@@ -228,10 +245,9 @@ static void launch_inverse_split(const T* in, T* out, int32_t* info, int64_t bat
     allow_block_smem(reinterpret_cast<const void*>(kernels::lu::split_inverse_kernel<T, N, 2>), raised, smem,
                      kMaxSplitSmem);
   }
-  const int64_t blocks = (batch + w - 1) / w;
-  kernels::lu::split_inverse_kernel<T, N, 2>
-      <<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>((batch + w - 1) / w), threads = w * kernels::kWarpSize;
+  kernels::lu::split_inverse_kernel<T, N, 2><<<grid, threads, smem, stream>>>(in, out, info, batch);
+  TI_LU_LAUNCH_CHECK();
 }
 
 #if !TI_HIP
@@ -248,10 +264,9 @@ static void launch_inverse_dmma(const double* in, double* out, int32_t* info, in
     static SmemLimitRaised raised;
     allow_block_smem(reinterpret_cast<const void*>(kernels::lu::dmma_inverse_kernel<N>), raised, smem, kMaxDmmaSmem);
   }
-  const int64_t blocks = (batch + w - 1) / w;
-  kernels::lu::dmma_inverse_kernel<N>
-      <<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, smem, stream>>>(in, out, info, batch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>((batch + w - 1) / w), threads = w * kernels::kWarpSize;
+  kernels::lu::dmma_inverse_kernel<N><<<grid, threads, smem, stream>>>(in, out, info, batch);
+  TI_LU_LAUNCH_CHECK();
 }
 #endif
 
@@ -299,16 +314,17 @@ static void launch_backward_kernel(void (*kernel)(const T*, const T*, T*, int64_
   int w = 4;
   while (w > 1 && w * warp_bytes > kMaxBlockSmem) --w;
   const int64_t per_block = static_cast<int64_t>(w) * groups;
-  const int64_t blocks = (batch + per_block - 1) / per_block;
-  kernel<<<static_cast<unsigned>(blocks), w * kernels::kWarpSize, w * warp_bytes, stream>>>(X, G, out, batch);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>((batch + per_block - 1) / per_block), threads = w * kernels::kWarpSize;
+  const int smem = w * warp_bytes;
+  kernel<<<grid, threads, smem, stream>>>(X, G, out, batch);
+  TI_LU_LAUNCH_CHECK();
 }
 
 #if !TI_HIP
 // The fp64 tensor cores (mma.sync m8n8k4): compute capability 8.0 and up; TORCH_INPLACE_LU_DMMA_BACKWARD=0 keeps the
 // FMA kernels (tests, benchmarks).
 inline bool dmma_available() {
-  return !lu_env_off("TORCH_INPLACE_LU_DMMA_BACKWARD") && at::cuda::getCurrentDeviceProperties()->major >= 8;
+  return !lu_env_off("TORCH_INPLACE_LU_DMMA_BACKWARD") && device_major(current_device()) >= 8;
 }
 #endif
 
@@ -333,7 +349,7 @@ void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_s
     launch_backward_kernel<T>(kernels::lu::inverse_backward_kernel<T, N>, BG::kWarpSmemBytes, Geo::kGroups, X, G, out,
                               batch, stream);
   } else {
-    TORCH_CHECK(false, "_inverse_backward: internal error: no fused kernel for this (dtype, n)");
+    internal_error("_inverse_backward: internal error: no fused kernel for this (dtype, n)");
   }
 }
 

@@ -1,10 +1,6 @@
 // Launchers of the shared-memory LU / inverse kernels (kernels/lu/medium_lu.cuh): 32 < n <= 64 in the ops, any
 // 2 <= n <= 64 under lu::kMediumRows. One matrix per block of kMediumThreads threads; the grid is capped at 32 blocks
-// per SM and its blocks loop over the batch.
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-
+// per SM and its blocks loop over the batch. No ATen header (lu_launch.cuh says why).
 #include <algorithm>
 #include <atomic>
 
@@ -17,36 +13,40 @@ namespace lu_cuda {
 namespace {
 
 int64_t medium_blocks(int64_t batch) {
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return std::min<int64_t>(batch, int64_t{32} * std::max(1, sms));
+  const int sms = device_sms(current_device());
+  return std::min<int64_t>(batch, int64_t{32} * std::max<int64_t>(1, sms));
 }
 
 }  // namespace
 
 template <typename T>
 void launch_medium_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
-  TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "lu_factor: internal error: medium kernel for n = ", n);
+  if (n < 2 || n > kernels::lu::kMediumMaxN) {
+    internal_error("lu_factor: internal error: medium kernel for n outside 2..64");
+  }
   if (batch <= 0) return;
   static SmemLimitRaised raised;  // complex128 from n = 49
   const int smem = kernels::lu::medium_smem_bytes<T>(n);
   allow_block_smem(reinterpret_cast<const void*>(kernels::lu::medium_lu_kernel<T>), raised, smem,
                    kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN));
-  kernels::lu::medium_lu_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads, smem,
-                                     stream>>>(in, lu, ipiv, info, batch, n);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>(medium_blocks(batch)), threads = kernels::lu::kMediumThreads;
+  kernels::lu::medium_lu_kernel<T><<<grid, threads, smem, stream>>>(in, lu, ipiv, info, batch, n);
+  TI_LU_LAUNCH_CHECK();
 }
 
 template <typename T>
 void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, int n, ti_stream_t stream) {
-  TORCH_CHECK(n >= 2 && n <= kernels::lu::kMediumMaxN, "batched_inverse: internal error: medium kernel for n = ", n);
+  if (n < 2 || n > kernels::lu::kMediumMaxN) {
+    internal_error("batched_inverse: internal error: medium kernel for n outside 2..64");
+  }
   if (batch <= 0) return;
   static SmemLimitRaised raised;
   const int smem = kernels::lu::medium_smem_bytes<T>(n);
   allow_block_smem(reinterpret_cast<const void*>(kernels::lu::medium_inverse_kernel<T>), raised, smem,
                    kernels::lu::medium_smem_bytes<T>(kernels::lu::kMediumMaxN));
-  kernels::lu::medium_inverse_kernel<T><<<static_cast<unsigned>(medium_blocks(batch)), kernels::lu::kMediumThreads,
-                                          smem, stream>>>(in, out, info, batch, n);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const unsigned grid = static_cast<unsigned>(medium_blocks(batch)), threads = kernels::lu::kMediumThreads;
+  kernels::lu::medium_inverse_kernel<T><<<grid, threads, smem, stream>>>(in, out, info, batch, n);
+  TI_LU_LAUNCH_CHECK();
 }
 
 #define TI_MEDIUM_INST(T)                                                                                       \

@@ -33,6 +33,14 @@
   } while (0)
 // After every <<<...>>> launch (the role of C10_CUDA_KERNEL_LAUNCH_CHECK in this ATen-free file).
 #define TI_LAUNCH_CHECK() TI_CHECK(cudaGetLastError())
+// Error codes that torch's hipify does not translate or that HIP lacks (a misaligned address).
+#if TI_HIP
+#define TI_ERR_COOPERATIVE_TOO_LARGE hipErrorCooperativeLaunchTooLarge
+#define TI_ERR_MISALIGNED hipErrorInvalidValue
+#else
+#define TI_ERR_COOPERATIVE_TOO_LARGE cudaErrorCooperativeLaunchTooLarge
+#define TI_ERR_MISALIGNED cudaErrorMisalignedAddress
+#endif
 
 namespace torch_inplace {
 namespace gpu {
@@ -47,7 +55,11 @@ cudaError_t query_caps(int device, plan::DeviceCaps* out) {
   plan::DeviceCaps c;
   c.backend = plan::Backend::CUDA;
   c.num_sms = prop.multiProcessorCount;
+#if TI_HIP
+  c.smem_per_block = static_cast<int64_t>(prop.sharedMemPerBlock);  // AMD: the LDS a block may take, no opt-in
+#else
   c.smem_per_block = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+#endif
   c.warp_size = prop.warpSize;
   c.l2_bytes = prop.l2CacheSize;
   c.cc_major = prop.major;
@@ -243,7 +255,7 @@ struct Engine {
   // Tiled21 / Tiled22 where the short side g divides the long one (gpu_plan.cpp plan_tiled); the batch folds into
   // both kernels.
   cudaError_t tiled() {
-    const int64_t g = std::min(pl.rows, pl.cols), q = std::max(pl.rows, pl.cols) / g;
+    const int64_t g = std::min<int64_t>(pl.rows, pl.cols), q = std::max<int64_t>(pl.rows, pl.cols) / g;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
     return run_sequence(tiled::seq_divisor(pl.rows > pl.cols, q, g), data, batch, bits, true);
   }
@@ -261,7 +273,7 @@ struct Engine {
   // Tall: sequence 2.1 on (Lp, g) -- the padded rows are the slack after the elements -- then the g rows of Lp packed
   // into rows of L. Wide: the g rows of L spread to Lp, then sequence 2.2 on (g, Lp); its first L rows are the result.
   cudaError_t padded() {
-    const int64_t g = std::min(pl.rows, pl.cols), L = std::max(pl.rows, pl.cols);
+    const int64_t g = std::min<int64_t>(pl.rows, pl.cols), L = std::max<int64_t>(pl.rows, pl.cols);
     const int64_t q = (L + g - 1) / g, r = q * g - L;
     const bool tall = pl.rows > pl.cols;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + pl.steps.sk_bits_off);
@@ -277,7 +289,7 @@ struct Engine {
   // ---- cut (gpu_plan.cpp plan_cut): the long side L cut by x = L mod g, the q g x g tiles of the rest by sequence
   // 2.1 / 2.2 (a square when q == 1), the cut rows / columns re-inserted around it (around_cut) ----------------------
   cudaError_t cut() {
-    const int64_t g = std::min(pl.rows, pl.cols), L = std::max(pl.rows, pl.cols);
+    const int64_t g = std::min<int64_t>(pl.rows, pl.cols), L = std::max<int64_t>(pl.rows, pl.cols);
     if (g < 2) return cudaErrorInvalidValue;
     const int64_t x = L % g;
     const bool tall = pl.rows > pl.cols;
@@ -316,7 +328,7 @@ struct Engine {
       });
       TI_CHECK(allow_smem(k, g.fuse_smem));
       const int per_sm = max_active_blocks(reinterpret_cast<const void*>(k), threads, g.fuse_smem);
-      if (per_sm <= 0) return cudaErrorCooperativeLaunchTooLarge;
+      if (per_sm <= 0) return TI_ERR_COOPERATIVE_TOO_LARGE;
       const int64_t blocks = std::min<int64_t>({pl.c2r.m / g.fuse_head, int64_t{per_sm} * caps.num_sms,
                                                 g.fuse_flags_bytes / 4});
       unsigned* flags = reinterpret_cast<unsigned*>(scratch + g.fuse_flags_off);
@@ -612,7 +624,7 @@ struct Engine {
 
   cudaError_t skinny_matrices(T* A, int64_t nb, bool to_soa) {
     const auto& g = pl.steps;
-    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols), k = g.sk_k;
+    const int64_t N = std::max<int64_t>(pl.rows, pl.cols), F = std::min<int64_t>(pl.rows, pl.cols), k = g.sk_k;
     const int64_t Mp = N / k;
     unsigned* bits = reinterpret_cast<unsigned*>(scratch + g.sk_bits_off);
     return around_cut(A, N, F, Mp * k, to_soa, reinterpret_cast<T*>(scratch + g.sk_rem_off),
@@ -628,7 +640,7 @@ struct Engine {
 
   cudaError_t skinny21() {
     const bool to_soa = pl.rows > pl.cols;
-    const int64_t N = std::max(pl.rows, pl.cols), F = std::min(pl.rows, pl.cols);
+    const int64_t N = std::max<int64_t>(pl.rows, pl.cols), F = std::min<int64_t>(pl.rows, pl.cols);
     if (N % pl.steps.sk_k == 0) return skinny_matrices(data, batch, to_soa);
     for (int64_t b = 0; b < batch; ++b) TI_CHECK(skinny_matrices(data + b * N * F, 1, to_soa));
     return cudaSuccess;
@@ -647,7 +659,7 @@ struct Engine {
       return launch_cooperative(k, g.oc_grid, kOnChipStashThreads, g.oc_smem, stream, data, geo);
     }
     if (g.oc_stash > 0) {  // the skinny kernel's stash: past the shared memory, no element-kernel fallback fits
-      if (!whole_elements) return cudaErrorMisalignedAddress;
+      if (!whole_elements) return TI_ERR_MISALIGNED;
       auto* sk = geo.waves > 1 ? onchip_skinny_stash_kernel<T, true> : onchip_skinny_stash_kernel<T, false>;
       return launch_cooperative(sk, g.oc_grid, kOnChipStashThreads, g.oc_skinny, stream, data, geo);
     }
@@ -682,7 +694,7 @@ cudaError_t run_plan(const LaunchPlan& pl, const plan::DeviceCaps& caps, void* d
                      cudaStream_t stream) {
   const int64_t m = pl.c2r.m, n = pl.c2r.n * pl.steps.super;
   // 32-bit indices inside a matrix when every intermediate (at most m*n + m + n) fits.
-  const bool small = std::max(m * n + m + n, pl.rows * pl.cols + pl.rows + pl.cols) < (int64_t{1} << 31);
+  const bool small = std::max<int64_t>(m * n + m + n, pl.rows * pl.cols + pl.rows + pl.cols) < (int64_t{1} << 31);
   if (small) return Engine<T, uint32_t>{pl, caps, static_cast<T*>(data), scratch, stream, pl.batch}.run();
   return Engine<T, uint64_t>{pl, caps, static_cast<T*>(data), scratch, stream, pl.batch}.run();
 }
