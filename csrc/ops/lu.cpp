@@ -135,8 +135,7 @@ std::tuple<at::Tensor, at::Tensor> lu_factor_composite(const at::Tensor& A) {
 
 // lu_factor_ on a conjugate or negative view. PyTorch's math-bit fallback materializes such an input for an in-place
 // op and writes it back, but asserts when the op returns another tensor than the one it mutates (lu_factor_ returns
-// the pivots). So this kernel does the same itself, as the fallback does for inverse_: factor a resolved copy, then
-// copy it back through the view.
+// the pivots). So this kernel does the same itself: factor a resolved copy, then copy it back through the view.
 at::Tensor lu_factor__math_bits(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
   at::Tensor resolved = A.resolve_conj().resolve_neg();
@@ -147,8 +146,7 @@ at::Tensor lu_factor__math_bits(at::Tensor& A) {
 
 // inverse_ = the data-only _inverse_data_ (which backends, Meta and autograd implement) returning its input.
 at::Tensor& inverse__composite(at::Tensor& A) {
-  // conj/neg views are left to PyTorch's math-bit fallbacks on _inverse_data_, which materialize them and write the
-  // result back through the view.
+  // conj/neg views go through as they are (the Conjugate / Negative registrations below).
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("inplace::_inverse_data_", "")
@@ -214,8 +212,22 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_small_lu_tuning(str kind, ScalarType dtype, int n, int warps=-1, int rows=-1) -> int", &small_lu_tuning_op);
 }
 
-TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { m.impl("lu_factor_", &lu_factor__math_bits); }
-TORCH_LIBRARY_IMPL(inplace, Negative, m) { m.impl("lu_factor_", &lu_factor__math_bits); }
+// Conjugate and negative views. Inversion commutes with both bits (inv(conj(B)) = conj(inv(B)), inv(-B) = -inv(B)), so
+// inverse_ and _inverse_data_ invert the view's storage in place: their keys fall through to the backends, which
+// take the bits (lu::check_input with math_bits false). PyTorch's math-bit fallback would instead run the op on a
+// resolved copy, and it writes the op's result back into the stack slot of its first return, which _inverse_data_
+// (no returns) does not have: the heap was corrupted. lu_factor_ does not commute with negation (L keeps its unit
+// diagonal): its kernel above factors a resolved copy.
+TORCH_LIBRARY_IMPL(inplace, Conjugate, m) {
+  m.impl("lu_factor_", &lu_factor__math_bits);
+  m.impl("inverse_", torch::CppFunction::makeFallthrough());
+  m.impl("_inverse_data_", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(inplace, Negative, m) {
+  m.impl("lu_factor_", &lu_factor__math_bits);
+  m.impl("inverse_", torch::CppFunction::makeFallthrough());
+  m.impl("_inverse_data_", torch::CppFunction::makeFallthrough());
+}
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("lu_factor", &lu_factor_composite);

@@ -191,4 +191,18 @@ TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("soa_to_aos_", &soa_to_aos_composite);
 }
 
+// Conjugate and negative views: moving elements commutes with both bits, so the ops permute the view's storage in
+// place, bits and all (their keys fall through to the backends). PyTorch's math-bit fallback would run them on a
+// resolved copy as large as the tensor, and for _transpose_data_ (no returns) it wrote past the end of the stack.
+TORCH_LIBRARY_IMPL(inplace, Conjugate, m) {
+  for (const char* op : {"_transpose_data_", "transpose_", "aos_to_soa_", "soa_to_aos_"}) {
+    m.impl(op, torch::CppFunction::makeFallthrough());
+  }
+}
+TORCH_LIBRARY_IMPL(inplace, Negative, m) {
+  for (const char* op : {"_transpose_data_", "transpose_", "aos_to_soa_", "soa_to_aos_"}) {
+    m.impl(op, torch::CppFunction::makeFallthrough());
+  }
+}
+
 }  // namespace torch_inplace

@@ -195,7 +195,8 @@ at::Tensor batched_inverse_cpu(const at::Tensor& A) {
 }
 
 void inverse_data_cpu(at::Tensor& A) {
-  lu::check_input(A, "inverse_", /*inplace=*/true);
+  // Conjugate / negative views arrive as they are (lu.cpp): inverting the storage inverts the view.
+  lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   at::Tensor info = new_info(A);
   inverse_inplace_cpu(A, info);
 }

@@ -248,7 +248,8 @@ at::Tensor batched_inverse_cuda(const at::Tensor& A) {
 }
 
 void inverse_data_cuda(at::Tensor& A) {
-  lu::check_input(A, "inverse_", /*inplace=*/true);
+  // Conjugate / negative views arrive as they are (lu.cpp): inverting the storage inverts the view.
+  lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   if (A.size(-1) > kMaxMediumN) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));

@@ -43,7 +43,7 @@ at::Tensor batched_inverse_meta(const at::Tensor& A) {
   return at::empty_symint(A.sym_sizes(), A.options());
 }
 
-void inverse_data_meta(at::Tensor& A) { lu::check_input(A, "inverse_", /*inplace=*/true); }
+void inverse_data_meta(at::Tensor& A) { lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false); }
 
 at::Tensor inverse_backward_meta(const at::Tensor& X, const at::Tensor& grad) {
   lu::check_backward_inputs(X, grad);
