@@ -3,25 +3,41 @@
 CPU sources are always built. CUDA sources (csrc/**/*.cu) are added when the installed torch has CUDA and
 nvcc's major version matches torch.version.cuda; a ROCm torch gets the same sources, hipified by CUDAExtension.
 
+The extension is built against the torch installed in the environment, so install with
+`pip install --no-build-isolation .`: an isolated build would fetch another torch (the newest on PyPI) to build
+against, and the package would then require that one. Only an sdist (`python -m build --sdist
+--no-isolation`, or `python setup.py sdist`) is made without torch.
+
 Environment:
   TORCH_INPLACE_CPU_ONLY=1     build the CPU sources only, even where CUDA is available
   TORCH_INPLACE_FORCE_CUDA=1   build the CUDA sources even without a visible GPU (CI compiles them)
-  TORCH_CUDA_ARCH_LIST="9.0"   the CUDA architectures (torch's own variable; default here: 9.0)
+  TORCH_CUDA_ARCH_LIST="9.0"   the CUDA architectures (torch's own variable; default: the visible GPUs' own, or
+                               9.0 where none is visible)
   MAX_JOBS=N                   parallel compile jobs (torch's own variable)
-  TORCH_INPLACE_DEBUG=1        -O0 -g
+  TORCH_INPLACE_DEBUG=1        -O0 -g (otherwise -O3 without debug information)
 """
 import glob
 import os
 import re
 import subprocess
+import sys
 
 from setuptools import find_packages, setup
 
-import torch
-from torch.utils.cpp_extension import CUDA_HOME, ROCM_HOME, BuildExtension, CppExtension, CUDAExtension
-
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VERSION = "0.1.0"
+# Commands that need no compiler and no torch: an sdist carries the sources, not a build.
+_METADATA_ONLY = {"sdist", "egg_info", "dist_info", "--version", "--name", "check"}
+
+try:
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME, ROCM_HOME, BuildExtension, CppExtension, CUDAExtension
+except ImportError:
+    torch = None
+    if not _METADATA_ONLY.intersection(sys.argv[1:]):
+        sys.exit("torch_inplace: building the extension needs PyTorch installed in this environment (the build "
+                 "links against it). Install torch first, then build with pip's build isolation off: "
+                 "pip install --no-build-isolation .")
 
 
 def _env_flag(name):
@@ -68,23 +84,31 @@ def extensions():
     sources = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
     sources = [s for s in sources if not s.startswith(os.path.join("csrc", "tests"))]
     debug = _env_flag("TORCH_INPLACE_DEBUG")
-    opt = ["-O0", "-g"] if debug else ["-O3"]
+    opt = ["-O0", "-g"] if debug else ["-O3", "-g0"]  # -g0: Python's CFLAGS carry -g (a 28 MB library otherwise)
     cxx = opt + ["-std=c++17", "-fdiagnostics-color=always", "-DTORCH_INPLACE_PYTHON_MODULE"]
     kwargs = dict(include_dirs=[os.path.join(ROOT, "csrc")])
     if backend is None:
         return [CppExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx}, **kwargs)]
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    if backend == "cuda" and not torch.cuda.is_available():
+        # Without a GPU torch cannot tell the architecture: Hopper, the GPUs the kernels are tuned on. Where a GPU is
+        # visible, torch builds for it (as for any extension).
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     sources += sorted(glob.glob("csrc/**/*.cu", recursive=True))
-    nvcc = opt + ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA"]
+    nvcc = ["-O0", "-g"] if debug else ["-O3"]
+    nvcc += ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA"]
     if backend == "rocm":
-        nvcc = opt + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA"]
+        nvcc = (["-O0", "-g"] if debug else ["-O3"]) + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA"]
     cxx = cxx + ["-DTORCH_INPLACE_WITH_CUDA"]
     return [CUDAExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx, "nvcc": nvcc}, **kwargs)]
 
 
 # The compiled library links against this torch's C++ ABI, which changes between minor versions: the package
-# requires the minor version it was built with.
-_TORCH_MAJOR, _TORCH_MINOR = (int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+# requires the minor version it was built with (an sdist made without torch says only "torch").
+if torch is not None:
+    _TORCH_MAJOR, _TORCH_MINOR = (int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+    _REQUIRES = [f"torch>={_TORCH_MAJOR}.{_TORCH_MINOR},<{_TORCH_MAJOR}.{_TORCH_MINOR + 1}"]
+else:
+    _REQUIRES = ["torch"]
 with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
     LONG_DESCRIPTION = f.read()
 
@@ -96,16 +120,15 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     classifiers=[
-        "License :: OSI Approved :: BSD License",
         "Programming Language :: C++",
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Mathematics",
     ],
     packages=find_packages(include=["torch_inplace", "torch_inplace.*"]),
     package_data={"torch_inplace": ["py.typed"]},
-    ext_modules=extensions(),
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    ext_modules=extensions() if torch is not None else [],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)} if torch is not None else {},
     python_requires=">=3.10",
-    install_requires=[f"torch>={_TORCH_MAJOR}.{_TORCH_MINOR},<{_TORCH_MAJOR}.{_TORCH_MINOR + 1}"],
+    install_requires=_REQUIRES,
     zip_safe=False,
 )

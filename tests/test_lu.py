@@ -328,3 +328,34 @@ def test_calls_without_grad_record_nothing_and_bump_versions(device):
             y.sum().backward()
     Ag = A.clone().requires_grad_()
     assert TL.batched_inverse(Ag).grad_fn is not None and TL.lu_factor(Ag)[0].grad_fn is not None
+
+
+def test_wrapper_signatures_follow_torch_linalg():
+    """pivot (True only) and check_errors by keyword, as in torch.linalg; a non-tensor is a TypeError."""
+    A = random_matrices((2,), 3, torch.float64, "cpu")
+    LU, piv = TL.lu_factor(A, pivot=True)
+    torch.testing.assert_close(LU, torch.linalg.lu_factor(A, pivot=True)[0])
+    assert torch.equal(TL.lu_factor_ex(A, pivot=True, check_errors=True).info, torch.zeros(2, dtype=torch.int32))
+    for fn in (TL.lu_factor, TL.lu_factor_ex):
+        with pytest.raises(RuntimeError, match=r"pivot=False\) is not supported"):
+            fn(A, pivot=False)
+        with pytest.raises(TypeError, match="argument 'pivot' must be bool"):
+            fn(A, pivot=1)
+    assert torch.equal(TL.lu_factor_ex(A, True).info, TL.lu_factor_ex(A, check_errors=True).info)  # positional
+    for fn in (TL.lu_factor, TL.lu_factor_ex, TL.lu_factor_, TL.batched_inverse, TL.batched_inverse_ex,
+               TL.inverse_):
+        for bad in (None, [[1.0, 2.0], [3.0, 4.0]]):
+            with pytest.raises(TypeError, match=rf"^{fn.__name__}\(\): argument 'A' must be Tensor"):
+                fn(bad)
+
+
+def test_scripted_wrappers_take_the_keywords():
+    A = random_matrices((2,), 4, torch.float64, "cpu")
+
+    @torch.jit.script
+    def f(a: torch.Tensor):
+        return TL.lu_factor_ex(a, pivot=True, check_errors=False).LU, TL.batched_inverse_ex(a, check_errors=False)[0]
+
+    LU, X = f(A)
+    torch.testing.assert_close(LU, torch.linalg.lu_factor(A).LU)
+    torch.testing.assert_close(X, torch.linalg.inv(A))

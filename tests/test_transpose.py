@@ -352,3 +352,29 @@ def test_python_wrapper_is_the_op():
     ref = ref_transpose(x)
     assert torch_inplace.transpose_(x) is x
     torch.testing.assert_close(x, ref, rtol=0, atol=0)
+
+
+def test_wrapper_keywords():
+    """empty_transposable takes requires_grad as torch.empty."""
+    x = torch.randn(3, 5)
+    torch_inplace.transpose_(x, algorithm="c2r")
+    assert x.shape == (5, 3)
+    t = torch_inplace.empty_transposable(4, 6, dtype=torch.float64, requires_grad=True)
+    assert t.requires_grad and t.is_leaf and t.shape == (4, 6) and t.dtype == torch.float64
+    assert not torch_inplace.empty_transposable((4, 6)).requires_grad
+
+
+def test_library_loaded_by_path_then_imported():
+    """get_library_path() for torch.ops.load_library, then `import torch_inplace` in the same process."""
+    import subprocess
+    import sys
+    code = ("import torch, importlib.util\n"
+            "spec = importlib.util.find_spec('torch_inplace._C')\n"
+            "torch.ops.load_library(spec.origin)\n"
+            "x = torch.randn(3, 4); torch.ops.inplace.transpose_(x); assert x.shape == (4, 3)\n"
+            "import torch_inplace\n"
+            "y = torch.randn(2, 5); torch_inplace.transpose_(y); assert y.shape == (5, 2)\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(__import__("os").environ, PYTHONPATH=":".join(p for p in sys.path if p)))
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]

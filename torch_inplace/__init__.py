@@ -7,12 +7,14 @@ available to TorchScript and to C++ (LibTorch) callers; the op wrappers can them
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import operator
 import os
 import sys
 from typing import Iterator, NamedTuple, Optional, Sequence
 
 import torch
+from torch.types import Device
 
 
 def _refuse_second_copy() -> None:
@@ -27,6 +29,13 @@ def _refuse_second_copy() -> None:
         return
     if (found[0] if isinstance(found, tuple) else found) is None:
         return
+    # This package's own library, loaded by path (torch.ops.load_library(get_library_path())): importing it as the
+    # extension module reuses the loaded library, which registers nothing twice.
+    spec = importlib.util.find_spec("torch_inplace._C")
+    if spec is not None and spec.origin is not None:
+        own = os.path.realpath(spec.origin)
+        if any(os.path.realpath(p) == own for p in getattr(torch.ops, "loaded_libraries", ())):
+            return
     raise ImportError("torch_inplace: the operators inplace::* are already registered in this process (by "
                       "libtorch_inplace.so, the LibTorch build of this library, loaded with torch.ops.load_library "
                       "or linked into the program); the Python package carries its own copy and cannot be loaded "
@@ -35,7 +44,14 @@ def _refuse_second_copy() -> None:
 
 _refuse_second_copy()
 
-from . import _C  # noqa: E402,F401  (loads the library; its static registrars define torch.ops.inplace.*)
+try:
+    from . import _C  # noqa: E402,F401  (loads the library; its static registrars define torch.ops.inplace.*)
+except ImportError as _e:
+    raise ImportError(
+        f"torch_inplace: its compiled library could not be loaded ({_e}). It must be built against the torch "
+        f"installed here (torch {torch.__version__}): rebuild with `pip install --no-build-isolation .`; in a "
+        "source checkout, build it in place (`python setup.py build_ext --inplace`) or import the installed package "
+        "from outside the checkout") from _e
 from . import linalg  # noqa: E402
 from .linalg import (InverseExResult, LUFactorExResult, LUFactorResult, batched_inverse, batched_inverse_ex,
                      inverse_, lu_factor, lu_factor_, lu_factor_ex)  # noqa: E402
@@ -114,13 +130,17 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
 
     Raises:
         RuntimeError: naming ``transpose_``, for a non-contiguous tensor, fewer than 2 dims, a storage offset,
-            a storage with other elements outside the tensor, a storage shared with another tensor, an
-            unsupported element size, an unknown or inapplicable algorithm, or a workspace limit no plan fits.
-            The tensor is unchanged after a refusal.
+            a storage with other elements outside the tensor, a storage shared with another tensor (a view of a
+            tensor still held, an alias such as ``t.detach()``, an output autograd saved for backward), a leaf
+            that requires grad, a dual tensor of forward-mode AD, an inference tensor outside
+            ``torch.inference_mode()``, a sparse or quantized tensor, a tensor of a torch.func transform other
+            than vmap, an unknown or inapplicable algorithm, or a workspace limit no plan fits. The tensor is
+            unchanged after a refusal.
 
-    Memory shared outside PyTorch's storage bookkeeping (a NumPy array behind ``torch.from_numpy``, the producer
-    of a ``torch.from_dlpack`` tensor, ``torch.from_blob``) cannot be seen: such aliases keep their old shape and
-    see the transposed bytes.
+    Conjugate and negative views are transposed in their own storage, bits and all. Memory shared outside
+    PyTorch's storage bookkeeping (a NumPy array behind ``torch.from_numpy``, the producer of a
+    ``torch.from_dlpack`` or ``torch.frombuffer`` tensor) cannot be seen: such aliases keep their old shape and see
+    the transposed bytes.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.transpose_(t, algorithm=algorithm)
@@ -133,7 +153,16 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
     """Array of structures ``(..., N, F)`` -> structure of arrays ``(..., F, N)``, in place.
 
     The same permutation as :func:`transpose_`, planned for a small structure dimension ``F`` (the skinny path
-    keeps the short side on chip). Same requirements and errors as :func:`transpose_`, naming ``aos_to_soa_``.
+    keeps the short side on chip).
+
+    Args:
+        t: ``(..., N, F)``, with the requirements of :func:`transpose_`'s ``t``.
+
+    Returns:
+        ``t`` itself, now a contiguous ``(..., F, N)`` tensor; ``t.data_ptr()`` is unchanged.
+
+    Raises:
+        RuntimeError: as :func:`transpose_`'s, naming ``aos_to_soa_``; the tensor is unchanged then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.aos_to_soa_(t)
@@ -143,8 +172,16 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
 def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
     """Structure of arrays ``(..., F, N)`` -> array of structures ``(..., N, F)``, in place.
 
-    The inverse of :func:`aos_to_soa_`. Same requirements and errors as :func:`transpose_`, naming
-    ``soa_to_aos_``.
+    The inverse of :func:`aos_to_soa_`.
+
+    Args:
+        t: ``(..., F, N)``, with the requirements of :func:`transpose_`'s ``t``.
+
+    Returns:
+        ``t`` itself, now a contiguous ``(..., N, F)`` tensor; ``t.data_ptr()`` is unchanged.
+
+    Raises:
+        RuntimeError: as :func:`transpose_`'s, naming ``soa_to_aos_``; the tensor is unchanged then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.soa_to_aos_(t)
@@ -160,29 +197,55 @@ class Plan(NamedTuple):
     explanation: str
 
 
-def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch.device | str | int = "cpu",
          algorithm: str = "auto") -> Plan:
-    """The planner's choice for transposing a ``(..., m, n)`` tensor of ``dtype`` on ``device`` in place,
-    under the current workspace limit (raises if none fits, or if a forced ``algorithm`` cannot apply)."""
-    if not isinstance(device, (torch.device, str, int)):
+    """The planner's choice for transposing a ``(..., m, n)`` tensor of ``dtype`` on ``device`` in place.
+
+    Args:
+        shape: the tensor's shape (at least 2 dims).
+        dtype: its dtype (the element size is what matters).
+        device: ``"cpu"``, a GPU (``"cuda"``, ``"cuda:1"``, an index) or a ``torch.device``.
+        algorithm: ``"auto"``, or a name from :func:`algorithms` to see whether and how it would apply.
+
+    Returns:
+        ``Plan(algorithm, scratch_bytes, explanation)``, under the current workspace limit.
+
+    Raises:
+        TypeError: a size is not an integer, or ``device`` is not a device.
+        RuntimeError: no plan fits the workspace limit, a forced ``algorithm`` cannot apply, the shape has fewer
+            than 2 dims, or the build has no kernels for ``device``.
+    """
+    if not isinstance(device, (torch.device, str, int)) or isinstance(device, bool):
         raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {type(device).__name__}")
     sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
     name, scratch, why = _ops._plan_transpose(sizes, dtype, torch.device(device), algorithm)
     return Plan(name, scratch, why)
 
 
-def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype] = None,
-                       device: torch.device | str | None = None) -> torch.Tensor:
+def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype] = None, device: Device = None,
+                       requires_grad: bool = False) -> torch.Tensor:
     """An uninitialised contiguous tensor whose storage carries the slack the GPU planner can use to pad
     awkward shapes, so later :func:`transpose_` calls (either way round) may take the padded path.
 
-    Accepts ``empty_transposable(m, n)`` or ``empty_transposable((b, m, n))``.
+    Args:
+        shape: ``empty_transposable(m, n)`` or ``empty_transposable((b, m, n))``, as ``torch.empty``.
+        dtype: as ``torch.empty`` (default: ``torch.get_default_dtype()``).
+        device: as ``torch.empty`` (default: the current default device).
+        requires_grad: as ``torch.empty``.
+
+    Returns:
+        A tensor of ``shape`` (the slack lies in its storage, past its elements).
+
+    Raises:
+        TypeError: a size is not an integer.
+        RuntimeError: a negative size.
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
     sizes = [_as_int(s, "empty_transposable", "integer sizes") for s in shape]
     dev = torch.device(device) if device is not None else None
-    return _ops.empty_transposable(sizes, dtype=dtype, device=dev)
+    out = _ops.empty_transposable(sizes, dtype=dtype, device=dev)
+    return out.requires_grad_() if requires_grad else out
 
 
 @torch.library.register_fake("inplace::empty_transposable")
@@ -210,7 +273,16 @@ def set_workspace_limit(nbytes: Optional[int]) -> None:
 @contextlib.contextmanager
 def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     """Context manager: inside it the planner only picks algorithms whose scratch fits in ``nbytes`` and ops
-    raise (before touching their input) when none does. Restores the previous limit on exit."""
+    raise (before touching their input) when none does. Restores the previous limit on exit.
+
+    The limit is process-wide (every thread sees it), as :func:`set_workspace_limit`'s.
+
+    Args:
+        nbytes: scratch bytes per op call; ``None`` (or -1) for no limit.
+
+    Raises:
+        TypeError / RuntimeError: as :func:`set_workspace_limit`.
+    """
     previous = get_workspace_limit()
     set_workspace_limit(nbytes)
     try:
@@ -250,5 +322,7 @@ def _library_path() -> str:
 
 
 def get_library_path() -> str:
-    """Path of the compiled library (for ``torch.ops.load_library`` in other processes)."""
+    """Path of the compiled library, for ``torch.ops.load_library`` in processes that run TorchScript or call
+    ``torch.ops.inplace.*`` without importing the package (importing it afterwards is fine; the Python-side
+    registrations -- vmap rules, fake kernels -- come with the import)."""
     return os.path.abspath(_library_path())

@@ -13,8 +13,9 @@ Differences from ``torch.linalg``: :func:`lu_factor` and :func:`batched_inverse`
 ``torch.linalg.lu_factor``), also twice.
 
 Errors: a ``RuntimeError`` naming the op for fewer than 2 dims, non-square matrices, other dtypes or (in-place
-ops) a non-contiguous tensor; nothing is written then. The in-place ops take conjugate and negative views through a
-resolved copy written back through the view, as PyTorch does.
+ops) a non-contiguous tensor; nothing is written then. The in-place ops take conjugate and negative views:
+``inverse_`` inverts them in their own storage (inversion commutes with both bits); ``lu_factor_`` factorizes a
+resolved copy and writes it back through the view.
 
 Every function here can be called from TorchScript (``torch.jit.script``), where it calls the operator directly.
 
@@ -76,25 +77,10 @@ class InverseExResult(NamedTuple):
     info: torch.Tensor
 
 
-def lu_factor(A: torch.Tensor) -> LUFactorResult:
-    """LU factorization with partial pivoting, ``A = P L U``, as ``torch.linalg.lu_factor``.
-
-    Args:
-        A: ``(*, n, n)`` float32/float64/complex64/complex128 tensor (any strides).
-
-    Returns:
-        ``(LU, pivots)``: ``LU`` ``(*, n, n)`` of A's dtype, ``L`` (unit diagonal) below and ``U`` on and above
-        the diagonal; ``pivots`` ``(*, n)`` int32, 1-based LAPACK row interchanges.
-
-    Singular matrices are factorized without error (``U`` has a zero on the diagonal); see :func:`lu_factor_ex`.
-    """
-    if torch.jit.is_scripting():
-        LU, pivots = torch.ops.inplace.lu_factor(A)
-        return LUFactorResult(LU, pivots)
-    if _func.transforms_active():
-        LU, pivots, _ = _func.lu_factor_ex(A, False)
-        return LUFactorResult(LU, pivots)
-    return LUFactorResult(*_lu_factor(A))
+def _check_tensor(A: object, fn: str) -> None:
+    # As torch.linalg's argument parser: a TypeError, not the dispatcher's RuntimeError, for a non-tensor.
+    if not isinstance(A, torch.Tensor):
+        raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {type(A).__name__}")
 
 
 def _check_bool(check_errors: object, fn: str) -> None:
@@ -103,16 +89,79 @@ def _check_bool(check_errors: object, fn: str) -> None:
         raise TypeError(f"{fn}(): argument 'check_errors' must be bool, not {type(check_errors).__name__}")
 
 
-def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResult:
-    """:func:`lu_factor` plus ``info`` ``(*)`` int32, as ``torch.linalg.lu_factor_ex``.
+def _check_pivot(pivot: object, fn: str) -> None:
+    if not isinstance(pivot, bool):
+        raise TypeError(f"{fn}(): argument 'pivot' must be bool, not {type(pivot).__name__}")
+    if not pivot:
+        raise RuntimeError(f"{fn}: LU without pivoting (pivot=False) is not supported; the factorization always "
+                           "uses partial pivoting (pivot=True)")
 
-    ``info[b] = k > 0`` when ``U[b, k-1, k-1]`` is exactly zero (the first such k), else 0. With
-    ``check_errors=True`` the call synchronizes and raises the error ``torch.linalg.lu_factor_ex`` raises when
-    any ``info`` is positive.
+
+def lu_factor(A: torch.Tensor, pivot: bool = True) -> LUFactorResult:
+    """LU factorization with partial pivoting, ``A = P L U``, as ``torch.linalg.lu_factor``.
+
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included); any strides.
+        pivot: only ``True`` (partial pivoting), as ``torch.linalg.lu_factor``'s default.
+
+    Returns:
+        ``LUFactorResult(LU, pivots)``: ``LU`` ``(*, n, n)`` of A's dtype, ``L`` (unit diagonal) below and ``U`` on
+        and above the diagonal; ``pivots`` ``(*, n)`` int32, 1-based LAPACK row interchanges (LAPACK's choices,
+        ties to the first row). Differentiable (``torch.linalg.lu_factor``'s backward), also twice.
+
+    Singular matrices are factorized without error (``U`` has a zero on the diagonal): raising would need a host
+    synchronization; see :func:`lu_factor_ex`. No ``out=``: the results are new tensors.
+
+    Raises:
+        TypeError: ``A`` is not a tensor, or ``pivot`` is not a bool.
+        RuntimeError: naming the op, for ``pivot=False``, fewer than 2 dims, a non-square ``A``
+            (``torch.linalg.lu_factor`` also takes rectangular ones; this function does not) or another dtype;
+            nothing is written then.
     """
     if torch.jit.is_scripting():
+        if not pivot:
+            raise RuntimeError("lu_factor: LU without pivoting (pivot=False) is not supported")
+        LU, pivots = torch.ops.inplace.lu_factor(A)
+        return LUFactorResult(LU, pivots)
+    _check_tensor(A, "lu_factor")
+    _check_pivot(pivot, "lu_factor")
+    if _func.transforms_active():
+        LU, pivots, _ = _func.lu_factor_ex(A, False)
+        return LUFactorResult(LU, pivots)
+    return LUFactorResult(*_lu_factor(A))
+
+
+def lu_factor_ex(A: torch.Tensor, check_errors: bool = False, pivot: bool = True) -> LUFactorExResult:
+    """:func:`lu_factor` plus ``info``, as ``torch.linalg.lu_factor_ex``.
+
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included); any strides.
+        check_errors: synchronize with the device and raise, as ``torch.linalg.lu_factor_ex`` does, when any
+            matrix is singular (the only path that synchronizes the host).
+        pivot: only ``True`` (partial pivoting).
+
+    ``torch.linalg`` takes ``pivot`` and ``check_errors`` by keyword only; here they may also come by position
+    (TorchScript cannot compile keyword-only arguments), ``check_errors`` first, as before ``pivot`` existed.
+
+    Returns:
+        ``LUFactorExResult(LU, pivots, info)``: as :func:`lu_factor`, and ``info`` ``(*)`` int32:
+        ``info[b] = k > 0`` when ``U[b, k-1, k-1]`` is exactly zero (the first such k), else 0.
+
+    Raises:
+        TypeError: ``A`` is not a tensor, ``pivot`` or ``check_errors`` is not a bool.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
+            written then.
+        RuntimeError / torch.linalg.LinAlgError: with ``check_errors=True``, for singular input, as torch.
+    """
+    if torch.jit.is_scripting():
+        if not pivot:
+            raise RuntimeError("lu_factor_ex: LU without pivoting (pivot=False) is not supported")
         LU, pivots, info = torch.ops.inplace.lu_factor_ex(A, check_errors=check_errors)
         return LUFactorExResult(LU, pivots, info)
+    _check_tensor(A, "lu_factor_ex")
+    _check_pivot(pivot, "lu_factor_ex")
     _check_bool(check_errors, "lu_factor_ex")
     if _func.transforms_active():
         return LUFactorExResult(*_func.lu_factor_ex(A, check_errors))
@@ -122,37 +171,81 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool = False) -> LUFactorExResul
 
 
 def lu_factor_(A: torch.Tensor) -> torch.Tensor:
-    """In-place :func:`lu_factor`: ``A`` becomes ``LU``; returns ``pivots`` ``(*, n)`` int32 (1-based).
+    """In-place :func:`lu_factor`: ``A`` becomes ``LU`` in its own storage.
 
-    ``A`` must be contiguous. A conjugate or negative view is factorized through a resolved copy that is then
-    written back through the view (as PyTorch does for in-place ops on such views). Differentiable when ``A`` is
-    not a leaf that requires grad (PyTorch's usual in-place rule).
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included), contiguous. A conjugate or negative view is factorized through a
+            resolved copy that is then written back through the view (negation does not commute with the LU).
+
+    Returns:
+        ``pivots`` ``(*, n)`` int32 (1-based), outside the autograd graph. Differentiable when ``A`` is not a leaf
+        that requires grad (PyTorch's usual in-place rule): gradients reach ``A``'s earlier values as through
+        ``torch.linalg.lu_factor``.
+
+    Raises:
+        TypeError: ``A`` is not a tensor.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a non-contiguous
+            ``A``, a leaf that requires grad or an inference tensor outside ``torch.inference_mode()``; nothing
+            is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.lu_factor_(A)
+    _check_tensor(A, "lu_factor_")
     if _func.transforms_active():
         return _func.lu_factor_(A)
     return _lu_factor_(A)
 
 
 def batched_inverse(A: torch.Tensor) -> torch.Tensor:
-    """Inverse of every matrix in ``A`` ``(*, n, n)``, as ``torch.linalg.inv``, without the singularity check
-    (singular matrices give inf/NaN entries; use :func:`batched_inverse_ex` to detect them). On GPUs it writes no ``info``
-    (a third of the bytes moved at ``n = 1``); the inverse has the same bits as :func:`batched_inverse_ex`'s."""
+    """Inverse of every matrix in ``A``, as ``torch.linalg.inv``, without the singularity check.
+
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included); any strides.
+
+    Returns:
+        ``X`` ``(*, n, n)`` of A's dtype with ``A @ X = I``. Singular matrices give inf/NaN entries (use
+        :func:`batched_inverse_ex` to detect them). Differentiable (``-X^H G X^H``), also twice. On GPUs it writes
+        no ``info`` (a third of the bytes moved at ``n = 1``); the inverse has the same bits as
+        :func:`batched_inverse_ex`'s.
+
+    Raises:
+        TypeError: ``A`` is not a tensor.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
+            written then.
+    """
     if torch.jit.is_scripting():
         return torch.ops.inplace.batched_inverse(A)
+    _check_tensor(A, "batched_inverse")
     if _func.transforms_active():
         return _func.batched_inverse(A)
     return _batched_inverse(A)
 
 
 def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseExResult:
-    """:func:`batched_inverse` plus ``info`` ``(*)`` int32, as ``torch.linalg.inv_ex``: ``info[b] = k > 0`` when
-    the LU factorization of ``A[b]`` met an exactly zero pivot at step k. ``check_errors=True`` synchronizes and
-    raises ``torch.linalg.LinAlgError`` for singular input, as ``torch.linalg.inv`` does."""
+    """:func:`batched_inverse` plus ``info``, as ``torch.linalg.inv_ex``.
+
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included); any strides.
+        check_errors: synchronize with the device and raise ``torch.linalg.LinAlgError``, as ``torch.linalg.inv``
+            does, when any matrix is singular.
+
+    Returns:
+        ``InverseExResult(inverse, info)``: ``info`` ``(*)`` int32, ``info[b] = k > 0`` when the LU factorization of
+        ``A[b]`` met an exactly zero pivot at step k, else 0.
+
+    Raises:
+        TypeError: ``A`` is not a tensor, or ``check_errors`` is not a bool.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
+            written then.
+        RuntimeError / torch.linalg.LinAlgError: with ``check_errors=True``, for singular input, as torch.
+    """
     if torch.jit.is_scripting():
         X, info = torch.ops.inplace.batched_inverse_ex(A, check_errors=check_errors)
         return InverseExResult(X, info)
+    _check_tensor(A, "batched_inverse_ex")
     _check_bool(check_errors, "batched_inverse_ex")
     if _func.transforms_active():
         return InverseExResult(*_func.batched_inverse_ex(A, check_errors))
@@ -162,13 +255,26 @@ def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseEx
 
 
 def inverse_(A: torch.Tensor) -> torch.Tensor:
-    """Invert every matrix of a contiguous ``A`` ``(*, n, n)`` in its own storage; returns ``A``.
+    """Invert every matrix of ``A`` in its own storage.
 
-    No extra device memory on GPUs for ``n <= 64``. ``A`` must be contiguous. A conjugate or negative view is
-    inverted through a resolved copy that is written back through the view (PyTorch's math-bit fallback).
+    Args:
+        A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
+            batch dims, empty batches included), contiguous. A conjugate or negative view is inverted in its own
+            storage, bits and all (inversion commutes with conjugation and negation).
+
+    Returns:
+        ``A``, holding the inverses (singular matrices: inf/NaN entries, as :func:`batched_inverse`). No extra
+        device memory on GPUs for ``n <= 64``. Differentiable when ``A`` is not a leaf that requires grad.
+
+    Raises:
+        TypeError: ``A`` is not a tensor.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a non-contiguous
+            ``A``, a leaf that requires grad or an inference tensor outside ``torch.inference_mode()``; nothing
+            is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.inverse_(A)
+    _check_tensor(A, "inverse_")
     if _func.transforms_active():
         return _func.inverse_(A)
     return _inverse_(A)
