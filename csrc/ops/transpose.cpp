@@ -194,15 +194,14 @@ TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
 // Conjugate and negative views: moving elements commutes with both bits, so the ops permute the view's storage in
 // place, bits and all (their keys fall through to the backends). PyTorch's math-bit fallback would run them on a
 // resolved copy as large as the tensor, and for _transpose_data_ (no returns) it wrote past the end of the stack.
-TORCH_LIBRARY_IMPL(inplace, Conjugate, m) {
+namespace {
+void fall_through_math_bits(torch::Library& m) {
   for (const char* op : {"_transpose_data_", "transpose_", "aos_to_soa_", "soa_to_aos_"}) {
     m.impl(op, torch::CppFunction::makeFallthrough());
   }
 }
-TORCH_LIBRARY_IMPL(inplace, Negative, m) {
-  for (const char* op : {"_transpose_data_", "transpose_", "aos_to_soa_", "soa_to_aos_"}) {
-    m.impl(op, torch::CppFunction::makeFallthrough());
-  }
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { fall_through_math_bits(m); }
+TORCH_LIBRARY_IMPL(inplace, Negative, m) { fall_through_math_bits(m); }
 
 }  // namespace torch_inplace

@@ -54,8 +54,8 @@ bool dmma_inverse_available();
 // with the runtime's message) unless `err` is success; internal_error raises a c10::Error with `what`.
 void check_runtime(ti_error_t err);
 [[noreturn]] void internal_error(const char* what);
-int current_device();       // c10::cuda::current_device()
-int device_sms(int device);  // ATen's (cached) device properties: multiprocessors
+int current_device();          // c10::cuda::current_device()
+int device_sms(int device);    // ATen's (cached) device properties: multiprocessors
 int device_major(int device);  // and the compute capability's major version
 
 }  // namespace lu_cuda
@@ -73,9 +73,9 @@ int device_major(int device);  // and the compute capability's major version
 
 // After every <<<...>>> launch (the role of C10_CUDA_KERNEL_LAUNCH_CHECK).
 #define TI_LU_LAUNCH_CHECK() ::torch_inplace::lu_cuda::check_runtime(cudaGetLastError())
-// Launch configurations are plain variables: torch's hipify rewrites each <<<...>>> into hipLaunchKernelGGL by
-// matching text, and mangles a configuration that holds the kernel's name (`kernel` in `kernels::kWarpSize`) or a
-// shift (`1 << 20`).
+// Launch configurations are plain variables: torch's hipify rewrites each triple-chevron launch into
+// hipLaunchKernelGGL by matching text, and mangles a configuration that holds the kernel's name (`kernel` in
+// `kernels::kWarpSize`) or a shift (`1 << 20`).
 
 namespace torch_inplace {
 namespace lu_cuda {
