@@ -84,7 +84,8 @@ def extensions():
     sources = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
     sources = [s for s in sources if not s.startswith(os.path.join("csrc", "tests"))]
     debug = _env_flag("TORCH_INPLACE_DEBUG")
-    opt = ["-O0", "-g"] if debug else ["-O3", "-g0"]  # -g0: Python's CFLAGS carry -g (a 28 MB library otherwise)
+    nvcc_opt = ["-O0", "-g"] if debug else ["-O3"]
+    opt = nvcc_opt if debug else nvcc_opt + ["-g0"]  # -g0: Python's CFLAGS carry -g (a 28 MB library otherwise)
     cxx = opt + ["-std=c++17", "-fdiagnostics-color=always", "-DTORCH_INPLACE_PYTHON_MODULE"]
     kwargs = dict(include_dirs=[os.path.join(ROOT, "csrc")])
     if backend is None:
@@ -94,10 +95,9 @@ def extensions():
         # visible, torch builds for it (as for any extension).
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     sources += sorted(glob.glob("csrc/**/*.cu", recursive=True))
-    nvcc = ["-O0", "-g"] if debug else ["-O3"]
-    nvcc += ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA"]
+    nvcc = nvcc_opt + ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA"]
     if backend == "rocm":
-        nvcc = (["-O0", "-g"] if debug else ["-O3"]) + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA"]
+        nvcc = nvcc_opt + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA"]
     cxx = cxx + ["-DTORCH_INPLACE_WITH_CUDA"]
     return [CUDAExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx, "nvcc": nvcc}, **kwargs)]
 

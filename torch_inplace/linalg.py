@@ -83,15 +83,14 @@ def _check_tensor(A: object, fn: str) -> None:
         raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {type(A).__name__}")
 
 
-def _check_bool(check_errors: object, fn: str) -> None:
+def _check_bool(value: object, fn: str, name: str = "check_errors") -> None:
     # As torch.linalg's argument parser: None, ints or strings are not taken for a flag.
-    if not isinstance(check_errors, bool):
-        raise TypeError(f"{fn}(): argument 'check_errors' must be bool, not {type(check_errors).__name__}")
+    if not isinstance(value, bool):
+        raise TypeError(f"{fn}(): argument '{name}' must be bool, not {type(value).__name__}")
 
 
 def _check_pivot(pivot: object, fn: str) -> None:
-    if not isinstance(pivot, bool):
-        raise TypeError(f"{fn}(): argument 'pivot' must be bool, not {type(pivot).__name__}")
+    _check_bool(pivot, fn, "pivot")
     if not pivot:
         raise RuntimeError(f"{fn}: LU without pivoting (pivot=False) is not supported; the factorization always "
                            "uses partial pivoting (pivot=True)")
