@@ -57,6 +57,33 @@ def test_moves_permute_the_view_in_place(op, view, inference, device):
     assert not ran & {"aten::clone", "aten::copy_", "aten::_conj_physical", "aten::_neg_view_copy"}, ran
 
 
+@pytest.mark.parametrize("view", ["conj", "neg"])
+def test_bit_view_of_a_view_is_refused_with_the_reason(view):
+    # view(...).conj(): autograd's view metadata keeps the intermediate view alive, indistinguishable from one the
+    # caller holds, so the op refuses it (tensor untouched) and says to take the bit first, which it accepts.
+    base = torch.randn(4, 6, dtype=torch.complex64)
+    t = VIEWS[view](base.view(2, 12))
+    del base
+    before = t.resolve_conj().resolve_neg().clone()
+    with pytest.raises(RuntimeError, match=r"transpose_: .*taken of another view.*take conj\(\) before view\(\)"):
+        torch_inplace.transpose_(t)
+    assert t.shape == (2, 12)
+    torch.testing.assert_close(t.resolve_conj().resolve_neg(), before, rtol=0, atol=0)
+    base = torch.randn(4, 6, dtype=torch.complex64)
+    t = VIEWS[view](base).view(2, 12)
+    expected = t.resolve_conj().resolve_neg().mT.contiguous()
+    del base
+    torch_inplace.transpose_(t)
+    torch.testing.assert_close(t.resolve_conj().resolve_neg(), expected, rtol=0, atol=0)
+    # A second bit view of the same base is a tensor the caller holds: refused without that reason.
+    base = torch.randn(4, 6, dtype=torch.complex64)
+    t, other = VIEWS[view](base), VIEWS[view](base)
+    del base
+    with pytest.raises(RuntimeError, match="shared with 1 other tensor") as info:
+        torch_inplace.transpose_(t)
+    assert "taken of another view" not in str(info.value)
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("view", list(VIEWS))
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])

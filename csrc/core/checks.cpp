@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <mutex>
 #include <sstream>
@@ -70,6 +71,20 @@ bool check_not_view_of_live_tensor(const at::Tensor& self, const char* op) {
               ": expected a tensor whose storage no other tensor shares, got a view of a live tensor of shape ",
               shape_str(base), " (transposing in place would silently change it; call .clone() first)");
   return true;
+}
+
+// A conj() or negative view taken of another view replays through a chained view function whose reverse keeps
+// that other view alive inside autograd's view metadata, where no check can tell it from a view the caller still
+// holds: its storage has one more holder, and the check refuses it. The refusal then says why.
+std::string replayed_view_hint(const at::Tensor& self) {
+  if (!self.is_view()) return "";
+  const auto* meta = torch::autograd::impl::get_view_autograd_meta(self);
+  if (meta == nullptr || !meta->has_bw_view() || !meta->get_backward_view().has_view_fn()) return "";
+  // conj() and _neg_view() save no sizes: a function with some is chained after the other view's as_strided.
+  if (meta->get_backward_view().view_fn().num_symints() == 0) return "";
+  return ". This tensor is a conj() or negative view taken of another view: PyTorch keeps that view alive for "
+         "autograd even after the caller drops it, so it counts as another tensor; take conj() before view() / "
+         "reshape() instead";
 }
 
 }  // namespace
@@ -166,7 +181,7 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
               ": expected a tensor whose storage no other tensor shares, got a storage shared with ",
               users - expected,
               " other tensor(s) (a view or alias of it, or a tensor saved for backward); transposing in place "
-              "would silently change them (call .clone() first)");
+              "would silently change them (call .clone() first)", replayed_view_hint(self));
 }
 
 void check_not_inference_outside_mode(const at::Tensor& self, const char* op) {
