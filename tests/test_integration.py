@@ -68,6 +68,33 @@ def test_inference_mode():
         torch.testing.assert_close(x, ref, rtol=0, atol=0)
 
 
+IN_PLACE_WRITERS = {
+    "transpose_": torch_inplace.transpose_,
+    "aos_to_soa_": torch_inplace.aos_to_soa_,
+    "soa_to_aos_": torch_inplace.soa_to_aos_,
+    "_transpose_data_": torch.ops.inplace._transpose_data_,
+    "inverse_": torch_inplace.inverse_,
+    "_inverse_data_": torch.ops.inplace._inverse_data_,
+    "lu_factor_": torch_inplace.lu_factor_,
+}
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("name", list(IN_PLACE_WRITERS))
+def test_normal_tensor_written_in_inference_mode_invalidates_saved_tensors(name, device):
+    """A normal tensor updated inside inference mode bumps its version (the ADInplaceOrView kernels), so a backward
+    that saved it fails as for y.mul_(2) there, instead of using the overwritten values."""
+    w = (torch.randn(4, 4, dtype=torch.float64, device=device) + 4 * torch.eye(4, device=device)).requires_grad_()
+    y = w * 1
+    z = y.sin()  # saves y
+    version = y._version
+    with torch.inference_mode():
+        IN_PLACE_WRITERS[name](y)
+    assert y._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
 @pytest.mark.parametrize("op", INPLACE_OPS, ids=lambda o: o.__name__)
 def test_inference_tensor_outside_inference_mode_refused(op):
     """As PyTorch refuses in-place updates of inference tensors outside InferenceMode: before a byte moves."""
