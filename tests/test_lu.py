@@ -87,6 +87,32 @@ def test_nan_inf_inputs(device):
         check_factorization(A[2:], LU[2:], piv[2:])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_subnormal_pivots_give_finite_factors(dtype):
+    """A column whose entries are all subnormal (below sfmin): LAPACK's getf2 divides by such a pivot instead of
+    multiplying by its reciprocal (inf), so the multipliers stay finite. The CPU kernel does the same. Scaling a
+    column by a power of two scales U's entry in it and nothing else, so the factors of the scaled matrix are the
+    unscaled ones exactly."""
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    tiny = torch.finfo(real).tiny
+    A1 = torch.tensor([[4.0, 1.0, 0.5], [3.0, 2.0, 1.0], [2.0, -1.0, 3.0]], dtype=real).to(dtype)
+    if dtype.is_complex:
+        A1 = A1 * (1 + 1j)
+    LU1, piv1, _ = TL.lu_factor_ex(A1)
+    for scale in (tiny / 4, tiny * 2.0 ** -20, 2.0 ** -4):  # subnormal, deep subnormal, and normal
+        A = A1.clone()
+        A[:, 0] *= scale
+        LU, piv, info = TL.lu_factor_ex(A)
+        expected = LU1.clone()
+        expected[0, 0] *= scale
+        assert int(info) == 0 and torch.equal(piv, piv1)
+        torch.testing.assert_close(LU, expected, rtol=1e-6 if real == torch.float32 else 1e-14, atol=0)
+        # The inverse's first row is 1 / scale times the unscaled one: inf where that overflows, never the NaN of
+        # 0 * inf.
+        X = TL.batched_inverse(A)
+        assert not torch.isnan(torch.view_as_real(X) if dtype.is_complex else X).any(), X
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_batch_shapes(device):
     for batch in [(), (0,), (1,), (2, 3), (3, 0, 2)]:

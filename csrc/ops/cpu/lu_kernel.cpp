@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -27,6 +28,29 @@ inline T abs1(T x) {
 template <typename R>
 inline R abs1(c10::complex<R> x) {
   return std::abs(x.real()) + std::abs(x.imag());
+}
+
+// Whether x * (1 / p) can stand for x / p: LAPACK's getf2 scales by the reciprocal only where |p| >= sfmin (the
+// smallest normal number, whose reciprocal is finite), and divides below it, where 1 / p overflows. Partial
+// pivoting keeps every |x| <= |p|, so below sfmin the quotients are finite and the reciprocal is inf.
+template <typename T>
+inline bool reciprocal_is_safe(T p) {
+  using R = typename c10::scalar_value_type<T>::type;
+  return std::abs(p) >= std::numeric_limits<R>::min();
+}
+
+// x / p where |p| < sfmin. Real division is exact to rounding there. Complex division (numpy's Smith-style
+// formula) takes a reciprocal of a number of p's size, inf below sfmin: both sides are scaled into the normal
+// range first (by 2^digits, exact), as x is at most about p's size under partial pivoting.
+template <typename T>
+inline T divide_by_tiny(T x, T p) {
+  if constexpr (c10::is_complex<T>::value) {
+    using R = typename c10::scalar_value_type<T>::type;
+    const R s = std::ldexp(R(1), std::numeric_limits<R>::digits);
+    return (x * s) / (p * s);
+  } else {
+    return x / p;
+  }
 }
 
 // In-place LU of the row-major n x n matrix `a`; ipiv 1-based (LAPACK). Returns info (first zero pivot, 1-based).
@@ -50,11 +74,13 @@ int32_t getrf(T* a, int64_t n_, int32_t* ipiv) {
     if (p != k) {
       for (int64_t j = 0; j < n; ++j) std::swap(a[k * n + j], a[p * n + j]);
     }
-    const T inv = T(1) / a[k * n + k];
+    const T pivot = a[k * n + k];
+    const bool scale = reciprocal_is_safe(pivot);
+    const T inv = T(1) / pivot;
     const T* pivot_row = a + k * n;
     for (int64_t i = k + 1; i < n; ++i) {
       T* row = a + i * n;
-      const T l = row[k] * inv;
+      const T l = scale ? row[k] * inv : divide_by_tiny(row[k], pivot);
       row[k] = l;
       for (int64_t j = k + 1; j < n; ++j) row[j] -= l * pivot_row[j];
     }
@@ -87,8 +113,13 @@ void getri(const T* lu, const int32_t* ipiv, int64_t n_, T* x) {
       if (u == T(0)) continue;
       for (int64_t j = 0; j < n; ++j) x[i * n + j] -= u * x[k * n + j];
     }
-    const T inv = T(1) / lu[i * n + i];
-    for (int64_t j = 0; j < n; ++j) x[i * n + j] *= inv;
+    const T pivot = lu[i * n + i];
+    if (reciprocal_is_safe(pivot)) {
+      const T inv = T(1) / pivot;
+      for (int64_t j = 0; j < n; ++j) x[i * n + j] *= inv;
+    } else {
+      for (int64_t j = 0; j < n; ++j) x[i * n + j] = divide_by_tiny(x[i * n + j], pivot);
+    }
   }
 }
 
