@@ -38,17 +38,27 @@ TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype = at::
                              c10::Device device = c10::Device(c10::kCPU), c10::string_view algorithm = "auto");
 
 // Scratch memory. Every op takes its scratch from PyTorch's allocator (the caching allocator on GPUs); the planner
-// only picks algorithms whose scratch fits the process-wide limit, and an op for which none fits raises before it
+// only picks algorithms whose scratch fits the workspace limit, and an op for which none fits raises before it
 // writes anything. -1: no limit (the default).
+//   workspace_limit():         the limit of the calling thread's calls: its innermost WorkspaceLimitGuard's, else
+//                              the process-wide one.
+//   set_workspace_limit(b):    the process-wide limit (every thread without a guard); b >= 0, or -1; c10::Error
+//                              below -1.
 int64_t workspace_limit();
-void set_workspace_limit(int64_t bytes);  // bytes >= 0, or -1; c10::Error below -1
+void set_workspace_limit(int64_t bytes);
 
-// Sets the workspace limit for its scope and restores the previous one on exit (Python's
-// `with torch_inplace.workspace_limit(bytes):`).
+namespace detail {
+int64_t enter_workspace_limit_scope(int64_t bytes);  // c10::Error below -1; returns the scope it replaces
+void exit_workspace_limit_scope(int64_t previous);
+}  // namespace detail
+
+// Sets the calling thread's workspace limit for its scope, over the process-wide one, and restores the thread's
+// previous limit on exit (Python's `with torch_inplace.workspace_limit(bytes):`). Other threads do not see it.
+// Guards on one thread must end in the reverse order of their construction, as scopes do.
 class WorkspaceLimitGuard {
  public:
-  explicit WorkspaceLimitGuard(int64_t bytes) : previous_(workspace_limit()) { set_workspace_limit(bytes); }
-  ~WorkspaceLimitGuard() { set_workspace_limit(previous_); }
+  explicit WorkspaceLimitGuard(int64_t bytes) : previous_(detail::enter_workspace_limit_scope(bytes)) {}
+  ~WorkspaceLimitGuard() { detail::exit_workspace_limit_scope(previous_); }
   WorkspaceLimitGuard(const WorkspaceLimitGuard&) = delete;
   WorkspaceLimitGuard& operator=(const WorkspaceLimitGuard&) = delete;
 

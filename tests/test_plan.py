@@ -88,6 +88,60 @@ def test_workspace_limit_context_manager(device, monkeypatch):
         torch_inplace.set_workspace_limit(-5)
 
 
+def test_workspace_limit_context_is_per_thread():
+    """A context's limit applies to its own thread's calls, over the process-wide one; overlapping contexts on two
+    threads leave no stale limit behind (one global saved and restored by both did: the first thread to leave
+    restored its value while the other's context was open, and the other then restored the first's)."""
+    import threading
+
+    entered, leave_a = threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        with torch_inplace.workspace_limit(100):
+            entered.set()
+            leave_a.wait(10)
+            seen["a"] = torch_inplace.get_workspace_limit()
+        seen["a_after"] = torch_inplace.get_workspace_limit()
+
+    t = threading.Thread(target=a)
+    t.start()
+    assert entered.wait(10)
+    assert torch_inplace.get_workspace_limit() == -1  # a's context is not this thread's
+    with torch_inplace.workspace_limit(200):
+        leave_a.set()
+        t.join(10)
+        assert torch_inplace.get_workspace_limit() == 200
+    assert seen == {"a": 100, "a_after": -1}
+    assert torch_inplace.get_workspace_limit() == -1
+    # The process-wide limit: every thread outside a context; a context overrides it, None lifts it there.
+    try:
+        torch_inplace.set_workspace_limit(4096)
+        other = []
+        th = threading.Thread(target=lambda: other.append(torch_inplace.get_workspace_limit()))
+        th.start()
+        th.join(10)
+        assert other == [4096]
+        with torch_inplace.workspace_limit(None):
+            assert torch_inplace.get_workspace_limit() == -1
+            torch_inplace.transpose_(torch.randn(300, 200))  # its plan needs more than 4096 B
+        assert torch_inplace.get_workspace_limit() == 4096
+    finally:
+        torch_inplace.set_workspace_limit(None)
+
+
+@pytest.mark.parametrize("fn", ["set_workspace_limit", "workspace_limit"])
+@pytest.mark.parametrize("bad", [-5, 2**63])
+def test_workspace_limit_out_of_range_names_the_function(fn, bad):
+    with pytest.raises(RuntimeError, match=fn + r": expected a byte count >= 0 \(or -1 for no limit\)"):
+        if fn == "workspace_limit":
+            with torch_inplace.workspace_limit(bad):
+                pass
+        else:
+            torch_inplace.set_workspace_limit(bad)
+    assert torch_inplace.get_workspace_limit() == -1
+
+
 def test_workspace_limit_falls_back_to_a_smaller_plan():
     # the skinny plan needs more scratch than c2r for this shape; a limit between them picks the other one
     shape = (200000, 48)

@@ -255,19 +255,29 @@ def _empty_transposable_fake(size, dtype=None, device=None):
 
 
 def get_workspace_limit() -> int:
-    """The process-wide limit on scratch bytes per op call (-1: none)."""
+    """The limit on scratch bytes per op call that applies to this thread's calls (-1: none): the innermost
+    :func:`workspace_limit` context's of this thread, else the process-wide one (:func:`set_workspace_limit`)."""
     return int(_ops._workspace_limit())
 
 
+def _limit_bytes(nbytes: Optional[int], fn: str) -> int:
+    if nbytes is None:
+        return -1
+    value = _as_int(nbytes, fn, "an integer number of bytes or None")
+    if not -1 <= value < 2**63:
+        raise RuntimeError(f"{fn}: expected a byte count >= 0 (or -1 for no limit) below 2**63, got {value}")
+    return value
+
+
 def set_workspace_limit(nbytes: Optional[int]) -> None:
-    """Set the process-wide scratch limit per op call; ``None`` or -1 removes it.
+    """Set the process-wide scratch limit per op call (every thread outside a :func:`workspace_limit` context);
+    ``None`` or -1 removes it.
 
     Raises:
         TypeError: ``nbytes`` is neither ``None`` nor an integer (a ``bool``, ``float`` or ``str`` is refused).
-        RuntimeError: ``nbytes`` is below -1.
+        RuntimeError: ``nbytes`` is below -1 or not below 2**63.
     """
-    what = "an integer number of bytes or None"
-    _ops._set_workspace_limit(-1 if nbytes is None else _as_int(nbytes, "set_workspace_limit", what))
+    _ops._set_workspace_limit(_limit_bytes(nbytes, "set_workspace_limit"))
 
 
 @contextlib.contextmanager
@@ -275,7 +285,8 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     """Context manager: inside it the planner only picks algorithms whose scratch fits in ``nbytes`` and ops
     raise (before touching their input) when none does. Restores the previous limit on exit.
 
-    The limit is process-wide (every thread sees it), as :func:`set_workspace_limit`'s.
+    The limit applies to the calls of the thread that entered the context (like ``torch.no_grad()``), over the
+    process-wide one of :func:`set_workspace_limit`; other threads keep theirs. Contexts nest.
 
     Args:
         nbytes: scratch bytes per op call; ``None`` (or -1) for no limit.
@@ -283,12 +294,11 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     Raises:
         TypeError / RuntimeError: as :func:`set_workspace_limit`.
     """
-    previous = get_workspace_limit()
-    set_workspace_limit(nbytes)
+    previous = int(_ops._enter_workspace_limit(_limit_bytes(nbytes, "workspace_limit")))
     try:
         yield
     finally:
-        set_workspace_limit(previous)
+        _ops._exit_workspace_limit(previous)
 
 
 class WorkspaceStats(NamedTuple):

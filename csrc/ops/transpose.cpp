@@ -89,6 +89,8 @@ std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef
 
 int64_t workspace_limit_op() { return workspace_limit(); }
 void set_workspace_limit_op(int64_t bytes) { set_workspace_limit(bytes); }
+int64_t enter_workspace_limit_op(int64_t bytes) { return detail::enter_workspace_limit_scope(bytes); }
+void exit_workspace_limit_op(int64_t previous) { detail::exit_workspace_limit_scope(previous); }
 std::vector<int64_t> workspace_stats_op() {
   const WorkspaceStats s = workspace_stats();
   return {s.last_bytes, s.peak_bytes, s.total_bytes, s.calls};
@@ -167,6 +169,8 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_built_with_gpu() -> bool", &has_gpu_kernels);
   m.def("_workspace_limit() -> int", &workspace_limit_op);
   m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
+  m.def("_enter_workspace_limit(int bytes) -> int", &enter_workspace_limit_op);
+  m.def("_exit_workspace_limit(int previous) -> ()", &exit_workspace_limit_op);
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);
   m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache_op);

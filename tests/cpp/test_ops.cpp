@@ -8,6 +8,7 @@
 
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "torch_inplace.h"
@@ -207,6 +208,22 @@ TEST(Ops, PlanAndWorkspaceLimit) {
   EXPECT_THROW(torch_inplace::set_workspace_limit(-5), c10::Error);
   EXPECT_THROW(torch_inplace::WorkspaceLimitGuard bad(-5), c10::Error);
   EXPECT_EQ(workspace_limit(), -1);
+  // A guard is the calling thread's, over the process-wide limit; another thread sees only the process-wide one.
+  torch_inplace::set_workspace_limit(4096);
+  {
+    torch_inplace::WorkspaceLimitGuard guard(100);
+    EXPECT_EQ(workspace_limit(), 100);
+    int64_t other = 0;
+    std::thread([&] { other = workspace_limit(); }).join();
+    EXPECT_EQ(other, 4096);
+    {
+      torch_inplace::WorkspaceLimitGuard none(-1);
+      EXPECT_EQ(workspace_limit(), -1);
+    }
+    EXPECT_EQ(workspace_limit(), 100);
+  }
+  EXPECT_EQ(workspace_limit(), 4096);
+  torch_inplace::set_workspace_limit(-1);
   torch_inplace::reset_workspace_stats();
   EXPECT_EQ(torch_inplace::workspace_stats().calls, 0);
 }
