@@ -1,5 +1,6 @@
 """Framework integration of the transposition ops: autograd, opcheck, torch.compile, torch.export, TorchScript,
 CUDA graphs. (The linear-algebra ops have the same checks in test_lu.py / test_inverse.py.)"""
+import contextlib
 import subprocess
 import textwrap
 
@@ -239,31 +240,57 @@ def _transpose_input_then_scale(x):
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_compile_mutating_an_input(backend):
-    """A graph input transposed in place (data and shape) when no gradient is recorded: the compiled function
-    leaves the input transposed, as eager does (PyTorch's own x.t_(); x.mul_(2) is refused, see below)."""
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference_mode"])
+def test_compile_mutating_an_input(backend, mode):
+    """A graph input transposed in place (data and shape): the compiled function leaves the input transposed, as
+    eager does, with grad mode on or off and in inference mode (PyTorch's own x.t_(); x.mul_(2) is refused, see
+    below). Under no_grad the data op once ran with grad mode off, and functionalization then kept its write-back
+    inside the graph as a copy_ into the input's old shape: the function failed to compile."""
     torch._dynamo.reset()
     cf = torch.compile(_transpose_input_then_scale, fullgraph=True, backend=backend)
+    context = {"grad": contextlib.nullcontext, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}[mode]
     for shape in [(4, 6), (4, 6), (5, 9), (2, 3, 7)]:
-        x = torch.randn(shape)
-        ref = ref_transpose(x)
-        out = cf(x)
+        with context():
+            x = torch.randn(shape)
+            ref = ref_transpose(x)
+            out = cf(x)
         assert x.shape == ref.shape
         torch.testing.assert_close(x, ref, rtol=0, atol=0)
         torch.testing.assert_close(out, ref * 3)
 
 
-@pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,
-                   reason="PyTorch's compiler does not support changing the shape of a graph input that requires "
-                          "grad in place together with its data (its own ops are refused too, see below)")
-def test_compile_mutating_an_input_that_requires_grad():
+_INPUT_MUTATIONS = {
+    "transpose_": lambda B: torch_inplace.transpose_(B) * torch.arange(12.0, dtype=B.dtype).reshape(4, 3),
+    "inverse_": lambda B: torch_inplace.inverse_(B) * 2,
+    "lu_factor_": lambda B: (torch_inplace.lu_factor_(B), B)[1] * 2,
+}
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("name", list(_INPUT_MUTATIONS))
+def test_compile_mutating_an_input_that_requires_grad(name, backend):
+    """A graph input that requires grad (not a leaf) updated in place: the same values, shape and gradient as eager.
+    The ops' autograd Functions once ran their backend with grad mode off (Function::apply's), and
+    functionalization took that for a mutation autograd does not see: the compiled function's gradient skipped the
+    op (inverse_ and lu_factor_ came back as the identity's), and a transposed input failed to compile."""
     torch._dynamo.reset()
-    cf = torch.compile(_transpose_input_then_scale, fullgraph=True, backend="aot_eager")
-    x = torch.randn(4, 6, requires_grad=True) * 1
-    ref = ref_transpose(x.detach())
-    out = cf(x)
-    assert x.shape == (6, 4)
-    torch.testing.assert_close(out, ref * 3)
+    fn = _INPUT_MUTATIONS[name]
+    shape = (2, 3, 4) if name == "transpose_" else (2, 4, 4)
+    A = torch.randn(shape, dtype=torch.float64)
+    if name != "transpose_":
+        A = A + 4 * torch.eye(4, dtype=torch.float64)
+    results = []
+    for f in (fn, torch.compile(fn, fullgraph=True, backend=backend)):
+        leaf = A.clone().requires_grad_()
+        B = leaf * 1
+        out = f(B)
+        out.sum().backward()
+        results.append((out.detach(), B.detach().clone(), leaf.grad))
+    (out_e, b_e, g_e), (out_c, b_c, g_c) = results
+    assert b_c.shape == b_e.shape
+    torch.testing.assert_close(out_c, out_e)
+    torch.testing.assert_close(b_c, b_e)
+    torch.testing.assert_close(g_c, g_e)
 
 
 @pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,

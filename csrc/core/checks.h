@@ -43,6 +43,11 @@ void check_inplace_autograd(const at::Tensor& self, const char* op);
 // backend directly, without a graph node, saved variables or output wrapping (about a microsecond per call);
 // in-place ops then bump the version counter themselves, as mark_dirty would.
 bool records_autograd(const at::Tensor& t);
+//
+// Mutation under grad mode: torch::autograd::Function::apply runs forward with grad mode off, but the in-place
+// Functions (which run only where records_autograd holds, so grad mode was on) call their backend with it back on.
+// Functionalization (torch.compile, torch.export) takes a mutation made with grad mode off for one autograd does not
+// see, and replays it on a graph input outside the graph: the compiled function lost the op's gradient.
 
 // Bytes of storage past the tensor's elements that belong to it (slack from empty_transposable), else 0.
 int64_t storage_slack_bytes(const at::Tensor& self);

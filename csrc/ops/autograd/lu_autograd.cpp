@@ -115,7 +115,10 @@ class BatchedInverse : public torch::autograd::Function<BatchedInverse> {
 class InverseInplace : public torch::autograd::Function<InverseInplace> {
  public:
   static variable_list forward(AutogradContext* ctx, at::Tensor A) {
-    inverse_data_below(A);
+    {
+      const at::AutoGradMode callers_grad_mode(true);  // "Mutation under grad mode", core/checks.h
+      inverse_data_below(A);
+    }
     ctx->mark_dirty({A});
     ctx->save_for_backward({A});
     return {A};
@@ -146,7 +149,11 @@ class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
 class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
  public:
   static variable_list forward(AutogradContext* ctx, at::Tensor A, at::Tensor* pivots_out) {
-    at::Tensor pivots = lu_factor__below(A);
+    at::Tensor pivots;
+    {
+      const at::AutoGradMode callers_grad_mode(true);  // "Mutation under grad mode", core/checks.h
+      pivots = lu_factor__below(A);
+    }
     ctx->mark_dirty({A});
     ctx->save_for_backward({A, pivots});
     *pivots_out = pivots;

@@ -29,7 +29,10 @@ void transpose_data_below_autograd(at::Tensor& self, c10::string_view algorithm)
 class TransposeData : public torch::autograd::Function<TransposeData> {
  public:
   static at::Tensor forward(AutogradContext* ctx, at::Tensor self, const std::string& algorithm) {
-    transpose_data_below_autograd(self, algorithm);
+    {
+      const at::AutoGradMode callers_grad_mode(true);  // "Mutation under grad mode", core/checks.h
+      transpose_data_below_autograd(self, algorithm);
+    }
     ctx->mark_dirty({self});
     return self;
   }
@@ -46,6 +49,11 @@ class TransposeData : public torch::autograd::Function<TransposeData> {
 void transpose_data_autograd(at::Tensor& self, c10::string_view algorithm) {
   check_inplace_autograd(self, "_transpose_data_");  // the public ops ran it first, under their own names
   if (!records_autograd(self)) {  // nothing to differentiate: no node, just the version bump
+    // With grad mode on, as for the Function below. Functionalization keeps a mutation of a graph input made with
+    // grad mode off inside the graph, as a copy_ into the input, which the input's old shape cannot take (the op
+    // also changes its metadata): compiled functions transposing an input under no_grad failed to compile. The call
+    // is below autograd, so nothing is recorded either way.
+    const at::AutoGradMode grad_mode_on(true);
     transpose_data_below_autograd(self, algorithm);
     torch::autograd::impl::bump_version(self);
     return;
