@@ -326,6 +326,43 @@ def test_compile_backward_and_shape_after_the_call(op):
     torch.testing.assert_close(x1.grad, x2.grad)
 
 
+def test_compile_view_of_a_temporary_is_refused_and_a_new_tensor_taken():
+    """Inside a compiled function a view is refused even where its base is a dropped temporary (the tracer holds
+    every tensor, so it looks live); a tensor made by an op that returns a new one is taken (README)."""
+    torch._dynamo.reset()
+
+    def view_of_temporary(imgs):
+        imgs = (imgs + 0).view(imgs.shape[0], -1, 3)
+        return torch_inplace.aos_to_soa_(imgs)
+
+    def new_tensor(imgs):
+        imgs = (imgs + 0).reshape(imgs.shape[0], -1, 3).clone()
+        return torch_inplace.aos_to_soa_(imgs)
+
+    im = torch.randint(0, 255, (2, 4, 4, 3), dtype=torch.uint8)
+    want = im.reshape(2, 16, 3).mT.contiguous()
+    torch.testing.assert_close(view_of_temporary(im), want, rtol=0, atol=0)  # eager takes it
+    with pytest.raises(torch._dynamo.exc.TorchDynamoException, match="aos_to_soa_: .*view of a live tensor"):
+        torch.compile(view_of_temporary, fullgraph=True, backend="aot_eager")(im)
+    got = torch.compile(new_tensor, fullgraph=True, backend="aot_eager")(im)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.xfail(strict=True, raises=torch._inductor.exc.InductorError,
+                   reason="inductor (2.11) with dynamic shapes: decompose_auto_functionalized's replace_by_example "
+                          "asserts on a second in-place transposition of a transposed tensor (pytorch/pytorch#181735)")
+def test_compile_inductor_dynamic_transposing_twice():
+    torch._dynamo.reset()
+
+    def g(x):
+        y = torch_inplace.transpose_(x * 1)
+        y = torch_inplace.transpose_(y)
+        return y + 0
+
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(torch.compile(g, fullgraph=True, dynamic=True)(x), x)
+
+
 @pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,
                    reason="Dynamo (2.11) does not refresh a tensor variable's shape after an in-place metadata change "
                           "when the result is discarded, for PyTorch's own y.t_() too: use the returned tensor")
