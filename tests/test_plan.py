@@ -142,6 +142,25 @@ def test_workspace_limit_out_of_range_names_the_function(fn, bad):
     assert torch_inplace.get_workspace_limit() == -1
 
 
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("op", ["aos_to_soa_", "soa_to_aos_"])
+def test_planner_refusals_name_the_op_called(op, device, monkeypatch):
+    """The skinny conversions are planned under their own names: a workspace refusal names them, not the data op's
+    transpose_ (the tensor is untouched)."""
+    if device == "cuda":
+        monkeypatch.setenv("TORCH_INPLACE_GPU_ONCHIP", "0")  # small tensors would go on chip, with no scratch
+        monkeypatch.setenv("TORCH_INPLACE_GPU_COLUMNS", "universal")
+        torch.ops.inplace._clear_plan_cache()
+    shape = (300000, 3) if device == "cuda" else (3000, 3)
+    x = rand(shape, torch.float32, device)
+    before = x.clone()
+    assert torch_inplace.plan(x.shape, x.dtype, device).scratch_bytes > 0
+    with torch_inplace.workspace_limit(0):
+        with pytest.raises(RuntimeError, match=r"^" + op + r": no algorithm fits the workspace limit of 0 B"):
+            getattr(torch_inplace, op)(x)
+    assert x.shape == shape and torch.equal(x, before)
+
+
 def test_workspace_limit_falls_back_to_a_smaller_plan():
     # the skinny plan needs more scratch than c2r for this shape; a limit between them picks the other one
     shape = (200000, 48)

@@ -55,7 +55,13 @@ plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const 
 
 at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view algorithm) {
   check_transposable(self, op, CheckLevel::kPublic);
-  parse_algorithm(std::string(algorithm), op);
+  const plan::Algo forced = parse_algorithm(std::string(algorithm), op);
+  // Planned here first, so that refusals (no plan fits the workspace limit, a forced algorithm that cannot apply)
+  // name the op called; the data op, which names transpose_, then takes the plan from the cache. Tensors with data
+  // only: symbolic, meta, fake and empty tensors are planned (or need none) where they run.
+  const bool with_data = !self.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && !self.is_meta() &&
+                         !self.key_set().has(c10::DispatchKey::Python) && self.numel() != 0;
+  if (with_data && (self.is_cpu() || self.is_cuda())) plan_cached(transpose_problem(self), self.device(), forced, op);
   static auto data_op = c10::Dispatcher::singleton()
                             .findSchemaOrThrow("inplace::_transpose_data_", "")
                             .typed<void(at::Tensor&, c10::string_view)>();
