@@ -260,3 +260,51 @@ def test_python_integer_like_arguments_are_taken():
     assert torch_inplace.plan((np.int64(5), 7)).algorithm == torch_inplace.plan((5, 7)).algorithm
     with pytest.raises(TypeError, match=r"plan\(\): expected device to be a torch.device, str or int, got NoneType"):
         torch_inplace.plan((5, 5), device=None)
+
+
+def test_python_wrappers_refuse_wrong_types_with_type_errors():
+    """As torch's argument parser does: TypeErrors naming the function, before any op runs (a non-tensor, an
+    algorithm that is not a str, a dtype given as a string or an int, a shape that is not a sequence)."""
+    for fn in ("transpose_", "aos_to_soa_", "soa_to_aos_"):
+        with pytest.raises(TypeError, match=fn + r"\(\): argument 't' must be Tensor, not list"):
+            getattr(torch_inplace, fn)([[1, 2]])
+    x = torch.randn(2, 3)
+    with pytest.raises(TypeError, match=r"transpose_\(\): argument 'algorithm' must be str, not NoneType"):
+        torch_inplace.transpose_(x, algorithm=None)
+    assert x.shape == (2, 3)
+    for dtype in ("float32", 4):
+        with pytest.raises(TypeError, match=r"plan\(\): expected dtype to be a torch.dtype"):
+            torch_inplace.plan((3, 5), dtype)
+    with pytest.raises(TypeError, match=r"plan\(\): expected shape to be a sequence of integers, got int"):
+        torch_inplace.plan(5)
+    with pytest.raises(TypeError, match=r"plan\(\): expected algorithm to be a str"):
+        torch_inplace.plan((3, 5), algorithm=None)
+
+
+def test_empty_transposable_follows_the_default_device():
+    torch.set_default_device("meta")
+    try:
+        assert torch_inplace.empty_transposable(3, 4).device.type == "meta"
+    finally:
+        torch.set_default_device(None)
+    assert torch_inplace.empty_transposable(3, 4).device.type == "cpu"
+
+
+def test_meta_view_with_an_offset_is_refused_as_on_real_tensors():
+    for device in ("cpu", "meta"):
+        x = torch.empty(8, 6, device=device)[2:]
+        with pytest.raises(RuntimeError, match="transpose_: expected a tensor that owns its whole storage, got a "
+                           "storage offset of 12 elements"):
+            torch_inplace.transpose_(x)
+        assert x.shape == (6, 6) and x.storage_offset() == 12
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_nested_tensors_are_refused_by_name():
+    n = torch.nested.nested_tensor([torch.randn(3, 3), torch.randn(3, 3)])
+    with pytest.raises(RuntimeError, match="transpose_: expected a regular tensor, got a nested tensor"):
+        torch_inplace.transpose_(n)
+    for fn in ("batched_inverse", "inverse_", "lu_factor"):
+        with pytest.raises(RuntimeError, match=fn + r": expected a regular tensor of shape \(\.\.\., n, n\), got a "
+                           "nested tensor"):
+            getattr(torch_inplace, fn)(n)

@@ -109,6 +109,11 @@ def _as_int(value: object, fn: str, what: str) -> int:
     raise TypeError(f"{fn}(): expected {what}, got {type(value).__name__} {value!r}")
 
 
+def _not_a_tensor(t: object, fn: str) -> None:
+    # As torch's argument parser: a TypeError, not the dispatcher's RuntimeError, for a non-tensor.
+    raise TypeError(f"{fn}(): argument 't' must be Tensor, not {type(t).__name__}")
+
+
 def algorithms() -> tuple[str, ...]:
     """Names accepted by ``transpose_(t, algorithm=...)`` and :func:`plan` (not every one applies to every
     shape or device; the planner says why when it refuses)."""
@@ -129,6 +134,7 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
         ``t[..., i, j]``; ``t.data_ptr()`` is unchanged.
 
     Raises:
+        TypeError: ``t`` is not a tensor, or ``algorithm`` not a str.
         RuntimeError: naming ``transpose_``, for a non-contiguous tensor, fewer than 2 dims, a storage offset,
             a storage with other elements outside the tensor, a storage shared with another tensor (a view of a
             tensor still held, an alias such as ``t.detach()``, an output autograd saved for backward), a leaf
@@ -144,8 +150,12 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.transpose_(t, algorithm=algorithm)
+    if not isinstance(t, torch.Tensor):
+        _not_a_tensor(t, "transpose_")
     if algorithm == "auto":
         return _transpose(t)
+    if not isinstance(algorithm, str):
+        raise TypeError(f"transpose_(): argument 'algorithm' must be str, not {type(algorithm).__name__}")
     return _transpose(t, algorithm=algorithm)
 
 
@@ -153,7 +163,7 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
     """Array of structures ``(..., N, F)`` -> structure of arrays ``(..., F, N)``, in place.
 
     The same permutation as :func:`transpose_`, planned for a small structure dimension ``F`` (the skinny path
-    keeps the short side on chip).
+    keeps the short side on chip). Any ``F`` is taken: the op does not check that it is the short side.
 
     Args:
         t: ``(..., N, F)``, with the requirements of :func:`transpose_`'s ``t``.
@@ -162,10 +172,13 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
         ``t`` itself, now a contiguous ``(..., F, N)`` tensor; ``t.data_ptr()`` is unchanged.
 
     Raises:
+        TypeError: ``t`` is not a tensor.
         RuntimeError: as :func:`transpose_`'s, naming ``aos_to_soa_``; the tensor is unchanged then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.aos_to_soa_(t)
+    if not isinstance(t, torch.Tensor):
+        _not_a_tensor(t, "aos_to_soa_")
     return _aos_to_soa(t)
 
 
@@ -181,10 +194,13 @@ def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
         ``t`` itself, now a contiguous ``(..., N, F)`` tensor; ``t.data_ptr()`` is unchanged.
 
     Raises:
+        TypeError: ``t`` is not a tensor.
         RuntimeError: as :func:`transpose_`'s, naming ``soa_to_aos_``; the tensor is unchanged then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.soa_to_aos_(t)
+    if not isinstance(t, torch.Tensor):
+        _not_a_tensor(t, "soa_to_aos_")
     return _soa_to_aos(t)
 
 
@@ -211,12 +227,19 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
         ``Plan(algorithm, scratch_bytes, explanation)``, under the current workspace limit.
 
     Raises:
-        TypeError: a size is not an integer, or ``device`` is not a device.
+        TypeError: ``shape`` is not a sequence of integers, ``dtype`` not a ``torch.dtype``, ``device`` not a
+            device, or ``algorithm`` not a str.
         RuntimeError: no plan fits the workspace limit, a forced ``algorithm`` cannot apply, the shape has fewer
             than 2 dims, or the build has no kernels for ``device``.
     """
     if not isinstance(device, (torch.device, str, int)) or isinstance(device, bool):
         raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {type(device).__name__}")
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"plan(): expected dtype to be a torch.dtype, got {type(dtype).__name__} {dtype!r}")
+    if not isinstance(algorithm, str):
+        raise TypeError(f"plan(): expected algorithm to be a str, got {type(algorithm).__name__}")
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, torch.Size)):
+        raise TypeError(f"plan(): expected shape to be a sequence of integers, got {type(shape).__name__}")
     sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
     name, scratch, why = _ops._plan_transpose(sizes, dtype, torch.device(device), algorithm)
     return Plan(name, scratch, why)
@@ -243,7 +266,12 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
     sizes = [_as_int(s, "empty_transposable", "integer sizes") for s in shape]
-    dev = torch.device(device) if device is not None else None
+    if device is not None:
+        dev = torch.device(device)
+    elif torch.compiler.is_compiling():  # Dynamo cannot trace get_default_device(); the op's default is the CPU
+        dev = None
+    else:
+        dev = torch.get_default_device()  # torch.set_default_device, as torch.empty follows it
     out = _ops.empty_transposable(sizes, dtype=dtype, device=dev)
     return out.requires_grad_() if requires_grad else out
 

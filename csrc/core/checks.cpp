@@ -135,6 +135,7 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
               ": expected a tensor without a forward-mode AD tangent, got a dual tensor (torch.autograd.forward_ad); "
               "the op changes the tensor's shape in place, which its tangent cannot follow: use x.mT.contiguous()");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
+  TORCH_CHECK(!self.is_nested(), op, ": expected a regular tensor, got a nested tensor");
   check_transposable_dtype(self.scalar_type(), op, "tensor");
   TORCH_CHECK(self.dim() >= 2, op, ": expected a tensor with at least 2 dims (..., m, n), got a ", self.dim(),
               "-D tensor of shape ", self.sym_sizes());
@@ -157,11 +158,13 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   TORCH_CHECK(self.is_contiguous(), op, ": expected a contiguous tensor, got shape ", shape_str(self),
               " with strides ", self.strides(), " (call .contiguous() first; the result would not be in place)");
   if (self.numel() == 0) return;  // nothing moves: only the shape changes
-  if (framework) return;
-  TORCH_CHECK(self.has_storage(), op, ": expected a tensor with storage, got one without (", self.toString(), ")");
+  // The offset is known on framework tensors too (meta and fake tensors keep the caller's views' offsets): refused
+  // there as on real ones, rather than reset to 0 by as_strided_.
   TORCH_CHECK(self.storage_offset() == 0, op,
               ": expected a tensor that owns its whole storage, got a storage offset of ", self.storage_offset(),
               " elements (a view into a larger tensor; call .clone() first)");
+  if (framework) return;
+  TORCH_CHECK(self.has_storage(), op, ": expected a tensor with storage, got one without (", self.toString(), ")");
   const int64_t used = self.numel() * es;
   const int64_t have = static_cast<int64_t>(self.storage().nbytes());
   TORCH_CHECK(have >= used, op, ": expected a storage of at least ", used, " bytes, got ", have, " bytes");

@@ -22,6 +22,7 @@ namespace lu {
 
 void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits) {
   TORCH_CHECK(A.defined(), op, ": expected a tensor, got an undefined tensor");
+  TORCH_CHECK(!A.is_nested(), op, ": expected a regular tensor of shape (..., n, n), got a nested tensor");
   TORCH_CHECK(A.layout() == c10::kStrided, op, ": expected a strided (dense) tensor, got layout ", A.layout());
   TORCH_CHECK(A.dim() >= 2, op, ": expected a tensor of shape (..., n, n) with at least 2 dims, got a ", A.dim(),
               "-D tensor of shape ", A.sym_sizes());
