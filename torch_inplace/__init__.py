@@ -144,9 +144,11 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
             unchanged after a refusal.
 
     Conjugate and negative views are transposed in their own storage, bits and all. Memory shared outside
-    PyTorch's storage bookkeeping (a NumPy array behind ``torch.from_numpy``, the producer of a
-    ``torch.from_dlpack`` or ``torch.frombuffer`` tensor) cannot be seen: such aliases keep their old shape and see
-    the transposed bytes.
+    PyTorch's storage bookkeeping cannot be seen: a NumPy array behind ``torch.from_numpy``, the producer of a
+    ``torch.from_dlpack`` or ``torch.frombuffer`` tensor, and the consumers of ``t``'s own DLPack exports
+    (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, a capsule) keep their old shape and see the transposed bytes.
+    Neither can the inner tensors of a tensor subclass (``__torch_dispatch__``): for those the ownership checks
+    see only the subclass.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.transpose_(t, algorithm=algorithm)
