@@ -2,6 +2,13 @@
 // CPU, CUDA/HIP, autograd and tracing implementations registered by the library all apply.
 #pragma once
 
+// The library's version: CMakeLists.txt takes project(VERSION) from these lines, and tests/test_version.py checks
+// that setup.py and torch_inplace.__version__ say the same.
+#define TORCH_INPLACE_VERSION_MAJOR 0
+#define TORCH_INPLACE_VERSION_MINOR 1
+#define TORCH_INPLACE_VERSION_PATCH 0
+#define TORCH_INPLACE_VERSION "0.1.0"
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
