@@ -1,6 +1,15 @@
-// torch_inplace: public C++ API (LibTorch users). Every function calls through the PyTorch dispatcher, so the
-// CPU, CUDA/HIP, autograd and tracing implementations registered by the library all apply.
+// torch_inplace: public C++ API (LibTorch users); it includes ATen and c10 headers only. The tensor ops (transpose_,
+// aos_to_soa_, soa_to_aos_ and the LU / inverse functions) call through the PyTorch dispatcher, so the CPU, CUDA/HIP,
+// autograd and tracing implementations registered by the library all apply. empty_transposable, plan_transpose, the
+// workspace functions and built_with_gpu call the implementation directly, not through the dispatcher.
 #pragma once
+
+// The library's version: CMakeLists.txt takes project(VERSION) from these lines, and tests/test_version.py checks
+// that setup.py and torch_inplace.__version__ say the same.
+#define TORCH_INPLACE_VERSION_MAJOR 0
+#define TORCH_INPLACE_VERSION_MINOR 1
+#define TORCH_INPLACE_VERSION_PATCH 0
+#define TORCH_INPLACE_VERSION "0.1.0"
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -21,9 +30,9 @@ at::Tensor& transpose_(at::Tensor& self, c10::string_view algorithm = "auto");
 at::Tensor& aos_to_soa_(at::Tensor& self);
 // (..., F, N) structure of arrays -> (..., N, F) array of structures, in place.
 at::Tensor& soa_to_aos_(at::Tensor& self);
-// A tensor whose storage carries the slack the GPU planner may use for padded transposes. `options`: dtype, device and
-// requires_grad are honoured; a layout other than strided, pinned memory or a memory format other than contiguous is
-// refused (c10::Error naming empty_transposable).
+// A tensor whose storage carries the slack the GPU planner may use for padded transposes. `size` needs at least 2 dims
+// (..., m, n). `options`: dtype, device and requires_grad are honoured; a layout other than strided, pinned memory or
+// a memory format other than contiguous is refused (c10::Error naming empty_transposable, as a shorter `size` is).
 at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
 
 // The planner's choice for transposing a contiguous (..., m, n) tensor of `dtype` on `device` in place under the
@@ -80,7 +89,18 @@ void reset_workspace_stats();
 bool built_with_gpu();
 
 // Small batched LU and inverse (n <= 32 in registers, 32 < n <= 64 in shared memory on the GPU; larger n through
-// torch.linalg), torch.linalg semantics.
+// torch.linalg), as torch.linalg's but for what follows. Only square (..., n, n) float32, float64, complex64 or
+// complex128 input, any batch dims (c10::Error otherwise); the in-place ones need it contiguous. Pivots are int32 and
+// 1-based, as LAPACK's getrf. A singular matrix raises only where check_errors is true (raising needs a host
+// synchronization); elsewhere its result just comes out, and the _ex variants report it in `info` (> 0).
+//   lu_factor(A)                       -> (LU, pivots); no error for a singular A (torch.linalg.lu_factor raises).
+//   lu_factor_ex(A, check_errors)      -> (LU, pivots, info); info > 0: U(info, info) (1-based) is U's first zero
+//                                         diagonal entry.
+//   lu_factor_(A)                      overwrites A with its LU factors and returns the pivots.
+//   batched_inverse(A)                 -> the inverse: inf / nan entries for a singular A, no error
+//                                         (torch.linalg.inv raises).
+//   batched_inverse_ex(A, check_errors) -> (inverse, info); info > 0 for a singular matrix.
+//   inverse_(A)                        overwrites A with its inverse (inf / nan for a singular A, no error), returns A.
 std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool check_errors = false);
 at::Tensor lu_factor_(at::Tensor& A);

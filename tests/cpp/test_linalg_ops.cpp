@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "torch_inplace.h"
+#include <torch_inplace/torch_inplace.h>  // one of the two include forms users have (test_ops.cpp has the other)
 
 namespace {
 
