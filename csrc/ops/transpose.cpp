@@ -10,6 +10,10 @@
 #include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 
+#include <cstring>
+#include <string>
+#include <typeinfo>
+
 #include "core/checks.h"
 #include "core/workspace.h"
 #include "torch_inplace.h"
@@ -53,19 +57,29 @@ plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const 
   return p;
 }
 
+// Runs fn (a call of the data op, whose refusals name transpose_: no plan fits the workspace limit, ...) so that
+// they name `op`, the op called, instead. Free on success; other exception types (out of memory, ...) pass as they
+// are.
+template <typename Fn>
+void call_naming(const char* op, Fn&& fn) {
+  if (std::strcmp(op, "transpose_") == 0) return fn();
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    const std::string data_op_prefix = "transpose_: ";
+    const std::string& msg = e.msg();
+    if (typeid(e) != typeid(c10::Error) || msg.compare(0, data_op_prefix.size(), data_op_prefix) != 0) throw;
+    TORCH_CHECK(false, op, ": ", msg.substr(data_op_prefix.size()));
+  }
+}
+
 at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view algorithm) {
   check_transposable(self, op, CheckLevel::kPublic);
-  const plan::Algo forced = parse_algorithm(std::string(algorithm), op);
-  // Planned here first, so that refusals (no plan fits the workspace limit, a forced algorithm that cannot apply)
-  // name the op called; the data op, which names transpose_, then takes the plan from the cache. Tensors with data
-  // only: symbolic, meta, fake and empty tensors are planned (or need none) where they run.
-  const bool with_data = !self.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && !self.is_meta() &&
-                         !self.key_set().has(c10::DispatchKey::Python) && self.numel() != 0;
-  if (with_data && (self.is_cpu() || self.is_cuda())) plan_cached(transpose_problem(self), self.device(), forced, op);
+  parse_algorithm(std::string(algorithm), op);
   static auto data_op = c10::Dispatcher::singleton()
                             .findSchemaOrThrow("inplace::_transpose_data_", "")
                             .typed<void(at::Tensor&, c10::string_view)>();
-  data_op.call(self, algorithm);
+  call_naming(op, [&] { data_op.call(self, algorithm); });
   // Sizes may be symbolic under torch.compile(dynamic=True): build the new geometry with SymInts.
   const int64_t d = self.dim();
   std::vector<c10::SymInt> sizes(self.sym_sizes().begin(), self.sym_sizes().end());
