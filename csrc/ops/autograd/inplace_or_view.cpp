@@ -14,45 +14,23 @@
 namespace torch_inplace {
 namespace {
 
-void transpose_data_inplace_or_view(c10::DispatchKeySet ks, at::Tensor& self, c10::string_view algorithm) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("inplace::_transpose_data_", "")
-                       .typed<void(at::Tensor&, c10::string_view)>();
+// One boxed kernel for the three ops: each writes its first argument, and their other arguments and returns pass
+// through unchanged.
+void bump_after_inplace(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  const at::Tensor self = (*stack)[stack->size() - op.schema().arguments().size()].toTensor();
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    op.redispatch(ks & c10::after_ADInplaceOrView_keyset, self, algorithm);
+    op.redispatchBoxed(ks & c10::after_ADInplaceOrView_keyset, stack);
   }
   torch::autograd::impl::bump_version(self);
-}
-
-void inverse_data_inplace_or_view(c10::DispatchKeySet ks, at::Tensor& A) {
-  static auto op =
-      c10::Dispatcher::singleton().findSchemaOrThrow("inplace::_inverse_data_", "").typed<void(at::Tensor&)>();
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    op.redispatch(ks & c10::after_ADInplaceOrView_keyset, A);
-  }
-  torch::autograd::impl::bump_version(A);
-}
-
-at::Tensor lu_factor__inplace_or_view(c10::DispatchKeySet ks, at::Tensor& A) {
-  static auto op =
-      c10::Dispatcher::singleton().findSchemaOrThrow("inplace::lu_factor_", "").typed<at::Tensor(at::Tensor&)>();
-  at::Tensor pivots;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    pivots = op.redispatch(ks & c10::after_ADInplaceOrView_keyset, A);
-  }
-  torch::autograd::impl::bump_version(A);
-  return pivots;
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(inplace, ADInplaceOrView, m) {
-  m.impl("_transpose_data_", &transpose_data_inplace_or_view);
-  m.impl("_inverse_data_", &inverse_data_inplace_or_view);
-  m.impl("lu_factor_", &lu_factor__inplace_or_view);
+  for (const char* name : {"_transpose_data_", "_inverse_data_", "lu_factor_"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&bump_after_inplace>());
+  }
 }
 
 }  // namespace torch_inplace

@@ -17,11 +17,17 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The backend kernel of _transpose_data_ (below autograd).
+// The backend kernel of _transpose_data_ (below autograd), always with grad mode on: in the Function, whose forward
+// runs with it off ("Mutation under grad mode", core/checks.h), and where nothing is recorded under the caller's
+// no_grad too. Functionalization keeps a mutation of a graph input made with grad mode off inside the graph, as a
+// copy_ into the input, which the input's old shape cannot take (the op also changes its metadata): compiled
+// functions transposing an input under no_grad failed to compile. The call is below autograd, so nothing is recorded
+// either way.
 void transpose_data_below_autograd(at::Tensor& self, c10::string_view algorithm) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("inplace::_transpose_data_", "")
                        .typed<void(at::Tensor&, c10::string_view)>();
+  const at::AutoGradMode grad_mode_on(true);
   at::AutoDispatchBelowADInplaceOrView guard;
   op.call(self, algorithm);
 }
@@ -29,10 +35,7 @@ void transpose_data_below_autograd(at::Tensor& self, c10::string_view algorithm)
 class TransposeData : public torch::autograd::Function<TransposeData> {
  public:
   static at::Tensor forward(AutogradContext* ctx, at::Tensor self, const std::string& algorithm) {
-    {
-      const at::AutoGradMode callers_grad_mode(true);  // "Mutation under grad mode", core/checks.h
-      transpose_data_below_autograd(self, algorithm);
-    }
+    transpose_data_below_autograd(self, algorithm);
     ctx->mark_dirty({self});
     return self;
   }
@@ -49,11 +52,6 @@ class TransposeData : public torch::autograd::Function<TransposeData> {
 void transpose_data_autograd(at::Tensor& self, c10::string_view algorithm) {
   check_inplace_autograd(self, "_transpose_data_");  // the public ops ran it first, under their own names
   if (!records_autograd(self)) {  // nothing to differentiate: no node, just the version bump
-    // With grad mode on, as for the Function below. Functionalization keeps a mutation of a graph input made with
-    // grad mode off inside the graph, as a copy_ into the input, which the input's old shape cannot take (the op
-    // also changes its metadata): compiled functions transposing an input under no_grad failed to compile. The call
-    // is below autograd, so nothing is recorded either way.
-    const at::AutoGradMode grad_mode_on(true);
     transpose_data_below_autograd(self, algorithm);
     torch::autograd::impl::bump_version(self);
     return;
