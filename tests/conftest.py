@@ -59,7 +59,7 @@ def same_bits(a, b):
     a, b = (torch.view_as_real(t) if t.is_complex() else t for t in (a, b))
     if not a.is_floating_point():
         return torch.equal(a, b)
-    as_int = {4: torch.int32, 8: torch.int64}
+    as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}
     return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.contiguous().view(as_int[a.element_size()]),
                                                                       b.contiguous().view(as_int[b.element_size()]))
 

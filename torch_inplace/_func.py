@@ -45,16 +45,18 @@ def transforms_active() -> bool:
     return any(i.key() != _VMAP for i in torch._C._functorch.get_interpreter_stack())
 
 
-def check_inplace(A: torch.Tensor, op: str) -> None:
+def check_inplace(A: torch.Tensor, op: str, autocast: bool = False) -> None:
     """The in-place ops' refusals (as ``csrc/ops/lu.cpp``'s ``check_input``) for the transform path, which
     computes out of place and copies back: the contract stays the same. Under vmap, where the batched tensor's
-    strides depend on where the transform put the vmapped dim (not on the caller), any strides are taken."""
+    strides depend on where the transform put the vmapped dim (not on the caller), any strides are taken.
+    ``autocast``: an out-of-place op inside ``torch.autocast`` for A's device, whose Autocast kernel
+    (``csrc/ops/autocast/lu_autocast.cpp``) computes a float16 / bfloat16 A in float32."""
     if A.dim() < 2:
         raise RuntimeError(f"{op}: expected a tensor of shape (..., n, n) with at least 2 dims, got a {A.dim()}-D "
                            f"tensor of shape {list(A.shape)}")
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: expected square matrices (..., n, n), got shape {list(A.shape)}")
-    if A.dtype not in _DTYPES:
+    if A.dtype not in _DTYPES and not (autocast and A.is_floating_point()):
         raise RuntimeError(f"{op}: expected dtype float32, float64, complex64 or complex128, got {A.dtype}")
     if not torch._C._functorch.is_batchedtensor(A) and not A.is_contiguous():
         raise RuntimeError(f"{op}: expected a contiguous tensor (the in-place op overwrites its storage), got strides "
@@ -98,7 +100,8 @@ def _batched_rule(name: str):
             a, d = _fc._unwrap_batched(A, level)
             if d is None:  # batched at an outer level only: the next level's rule sees it
                 return op(A, *args, **kwargs)
-            check_inplace(A, name)  # the sample's shape and dtype (no strides: A is batched)
+            # the sample's shape and dtype (no strides: A is batched)
+            check_inplace(A, name, autocast=torch.is_autocast_enabled(A.device.type))
             out = op(_front(a, d), *args, **kwargs)
             if isinstance(out, torch.Tensor):
                 return _fc._add_batch_dim(out, 0, level)

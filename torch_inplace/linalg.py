@@ -101,7 +101,8 @@ def lu_factor(A: torch.Tensor, pivot: bool = True) -> LUFactorResult:
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included); any strides.
+            batch dims, empty batches included); any strides. Inside ``torch.autocast``, float16 /
+            bfloat16 too: computed in float32, with float32 results.
         pivot: only ``True`` (partial pivoting), as ``torch.linalg.lu_factor``'s default.
 
     Returns:
@@ -136,7 +137,8 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool = False, pivot: bool = True
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included); any strides.
+            batch dims, empty batches included); any strides. Inside ``torch.autocast``, float16 /
+            bfloat16 too: computed in float32, with float32 results.
         check_errors: synchronize with the device and raise, as ``torch.linalg.lu_factor_ex`` does, when any
             matrix is singular (the only path that synchronizes the host).
         pivot: only ``True`` (partial pivoting).
@@ -201,7 +203,8 @@ def batched_inverse(A: torch.Tensor) -> torch.Tensor:
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included); any strides.
+            batch dims, empty batches included); any strides. Inside ``torch.autocast``, float16 /
+            bfloat16 too: computed in float32, with float32 results.
 
     Returns:
         ``X`` ``(*, n, n)`` of A's dtype with ``A @ X = I``. Singular matrices give inf/NaN entries (use
@@ -227,7 +230,8 @@ def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseEx
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included); any strides.
+            batch dims, empty batches included); any strides. Inside ``torch.autocast``, float16 /
+            bfloat16 too: computed in float32, with float32 results.
         check_errors: synchronize with the device and raise ``torch.linalg.LinAlgError``, as ``torch.linalg.inv``
             does, when any matrix is singular.
 

@@ -4,6 +4,7 @@
 // (reconstruction, residuals, gradients), refusals leave the input untouched, singular input sets info.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -200,6 +201,41 @@ TEST(LinalgOps, Gradients) {
         });
         EXPECT_LT(rel_max(g_inplace, g_inv_ref), 1e-9) << what;
       }
+}
+
+// Inside autocast (as torch.autocast sets it), a half-precision matrix is inverted / factored in float32: the same
+// results as on the float32 copy outside autocast; outside autocast it is refused. (tests/test_autocast.py has more.)
+TEST(LinalgOps, AutocastComputesHalfPrecisionInFloat32) {
+  for (const at::Device dev : devices()) {
+    const at::Tensor A32 = well_conditioned({3}, 6, at::kFloat, dev);
+    for (at::ScalarType half : {at::kHalf, at::kBFloat16}) {
+      const at::Tensor A = A32.to(half);
+      const at::Tensor X_ref = torch_inplace::batched_inverse(A.to(at::kFloat));
+      const at::Tensor LU_ref = std::get<0>(torch_inplace::lu_factor(A.to(at::kFloat)));
+      const bool was_enabled = at::autocast::is_autocast_enabled(dev.type());
+      const at::ScalarType was_dtype = at::autocast::get_autocast_dtype(dev.type());
+      at::autocast::set_autocast_enabled(dev.type(), true);
+      at::autocast::set_autocast_dtype(dev.type(), half);
+      at::Tensor X, LU;
+      try {
+        X = torch_inplace::batched_inverse(A);
+        LU = std::get<0>(torch_inplace::lu_factor(A));
+      } catch (...) {
+        at::autocast::set_autocast_enabled(dev.type(), was_enabled);
+        at::autocast::set_autocast_dtype(dev.type(), was_dtype);
+        throw;
+      }
+      at::autocast::set_autocast_enabled(dev.type(), was_enabled);
+      at::autocast::set_autocast_dtype(dev.type(), was_dtype);
+      at::autocast::clear_cache();
+      const std::string what = desc(dev, half, 6);
+      EXPECT_EQ(X.scalar_type(), at::kFloat) << what;
+      EXPECT_EQ(LU.scalar_type(), at::kFloat) << what;
+      EXPECT_TRUE(at::equal(X, X_ref)) << what;
+      EXPECT_TRUE(at::equal(LU, LU_ref)) << what;
+      EXPECT_THROW(torch_inplace::batched_inverse(A), c10::Error) << what;
+    }
+  }
 }
 
 }  // namespace
