@@ -203,32 +203,43 @@ TEST(LinalgOps, Gradients) {
       }
 }
 
-// Inside autocast (as torch.autocast sets it), a half-precision matrix is inverted / factored in float32: the same
-// results as on the float32 copy outside autocast; outside autocast it is refused. (tests/test_autocast.py has more.)
+// Autocast on for one device type with one dtype, as torch.autocast sets it, restored on exit.
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType type, at::ScalarType dtype)
+      : type_(type), was_enabled_(at::autocast::is_autocast_enabled(type)),
+        was_dtype_(at::autocast::get_autocast_dtype(type)) {
+    at::autocast::set_autocast_enabled(type_, true);
+    at::autocast::set_autocast_dtype(type_, dtype);
+  }
+  ~AutocastScope() {
+    at::autocast::set_autocast_enabled(type_, was_enabled_);
+    at::autocast::set_autocast_dtype(type_, was_dtype_);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  c10::DeviceType type_;
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
+};
+
+// Inside autocast, a half-precision matrix is inverted / factored in float32: the same results as on the float32
+// copy outside autocast; outside autocast it is refused. (tests/test_autocast.py has more.)
 TEST(LinalgOps, AutocastComputesHalfPrecisionInFloat32) {
   for (const at::Device dev : devices()) {
     const at::Tensor A32 = well_conditioned({3}, 6, at::kFloat, dev);
     for (at::ScalarType half : {at::kHalf, at::kBFloat16}) {
+      const std::string what = desc(dev, half, 6);
       const at::Tensor A = A32.to(half);
       const at::Tensor X_ref = torch_inplace::batched_inverse(A.to(at::kFloat));
       const at::Tensor LU_ref = std::get<0>(torch_inplace::lu_factor(A.to(at::kFloat)));
-      const bool was_enabled = at::autocast::is_autocast_enabled(dev.type());
-      const at::ScalarType was_dtype = at::autocast::get_autocast_dtype(dev.type());
-      at::autocast::set_autocast_enabled(dev.type(), true);
-      at::autocast::set_autocast_dtype(dev.type(), half);
       at::Tensor X, LU;
-      try {
+      {
+        const AutocastScope autocast(dev.type(), half);
         X = torch_inplace::batched_inverse(A);
         LU = std::get<0>(torch_inplace::lu_factor(A));
-      } catch (...) {
-        at::autocast::set_autocast_enabled(dev.type(), was_enabled);
-        at::autocast::set_autocast_dtype(dev.type(), was_dtype);
-        throw;
       }
-      at::autocast::set_autocast_enabled(dev.type(), was_enabled);
-      at::autocast::set_autocast_dtype(dev.type(), was_dtype);
-      at::autocast::clear_cache();
-      const std::string what = desc(dev, half, 6);
       EXPECT_EQ(X.scalar_type(), at::kFloat) << what;
       EXPECT_EQ(LU.scalar_type(), at::kFloat) << what;
       EXPECT_TRUE(at::equal(X, X_ref)) << what;
