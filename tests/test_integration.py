@@ -430,6 +430,44 @@ def test_torchscript_save_and_load_in_fresh_process(tmp_path):
     assert f"fresh process OK {tuple(want[0].shape)}" in out.stdout
 
 
+# ---- fork safety ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU")
+def test_import_and_cpu_use_leave_cuda_uninitialized_for_forked_workers():
+    # DataLoader workers are forked: a parent that initialized CUDA (even the driver alone, as cudaGetDeviceCount
+    # does) leaves them unable to use the GPU. Importing the package, its CPU ops and its queries must not.
+    code = textwrap.dedent("""
+        import os, torch, torch_inplace
+        x = torch.randn(300, 7)
+        torch_inplace.transpose_(x)
+        torch_inplace.batched_inverse(torch.eye(3).expand(2, 3, 3))
+        torch_inplace.plan((300, 7), torch.float32, "cpu")
+        torch_inplace.built_with_gpu()
+        torch_inplace.get_workspace_limit()
+        assert not torch.cuda.is_initialized(), "the parent initialized CUDA"
+        pid = os.fork()
+        if pid == 0:
+            try:
+                y = torch.randn(1000, 3, device="cuda")
+                want = y.mT.contiguous()
+                torch_inplace.transpose_(y)
+                torch.testing.assert_close(y, want, rtol=0, atol=0)
+                A = torch.eye(4, device="cuda").expand(8, 4, 4) * 2
+                torch.testing.assert_close(torch_inplace.batched_inverse(A), A / 4)
+            except BaseException as e:
+                print("child failed:", repr(e), flush=True)
+                os._exit(1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the forked child could not use the GPU"
+        print("fork OK")
+    """)
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=python_subprocess_env(), timeout=300)
+    assert out.returncode == 0 and "fork OK" in out.stdout, out.stdout + out.stderr
+
+
 # ---- CUDA graphs --------------------------------------------------------------------------------------------------
 
 
