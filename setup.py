@@ -86,7 +86,11 @@ def extensions():
     debug = _env_flag("TORCH_INPLACE_DEBUG")
     nvcc_opt = ["-O0", "-g"] if debug else ["-O3"]
     opt = nvcc_opt if debug else nvcc_opt + ["-g0"]  # -g0: Python's CFLAGS carry -g (a 28 MB library otherwise)
-    cxx = opt + ["-std=c++17", "-fdiagnostics-color=always", "-DTORCH_INPLACE_PYTHON_MODULE"]
+    # Hidden visibility, as the CMake library's (csrc/torch_inplace.h, TORCH_INPLACE_API): the module exports PyInit__C
+    # and the public C++ API, none of the internals.
+    hidden = [] if sys.platform == "win32" else ["-fvisibility=hidden", "-fvisibility-inlines-hidden"]
+    cxx = opt + ["-std=c++17", "-fdiagnostics-color=always", "-DTORCH_INPLACE_PYTHON_MODULE",
+                 "-DTORCH_INPLACE_BUILD_LIBRARY"] + hidden
     kwargs = dict(include_dirs=[os.path.join(ROOT, "csrc")])
     if backend is None:
         return [CppExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx}, **kwargs)]
@@ -95,9 +99,10 @@ def extensions():
         # visible, torch builds for it (as for any extension).
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     sources += sorted(glob.glob("csrc/**/*.cu", recursive=True))
-    nvcc = nvcc_opt + ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA"]
+    nvcc = nvcc_opt + ["-std=c++17", "--expt-relaxed-constexpr", "-lineinfo", "-DTORCH_INPLACE_WITH_CUDA",
+                       "-DTORCH_INPLACE_BUILD_LIBRARY"] + [f"-Xcompiler={f}" for f in hidden]
     if backend == "rocm":
-        nvcc = nvcc_opt + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA"]
+        nvcc = nvcc_opt + ["-std=c++17", "-DTORCH_INPLACE_WITH_CUDA", "-DTORCH_INPLACE_BUILD_LIBRARY"] + hidden
     cxx = cxx + ["-DTORCH_INPLACE_WITH_CUDA"]
     return [CUDAExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx, "nvcc": nvcc}, **kwargs)]
 

@@ -20,20 +20,37 @@
 #include <string>
 #include <tuple>
 
+// TORCH_INPLACE_API marks what libtorch_inplace exports: the functions declared below. The library is built with
+// hidden visibility, so nothing else of it (planner, kernel launchers, helpers) is visible to its users; its ops
+// register with the dispatcher from static initialisers, which needs no exported symbol. The library's build defines
+// TORCH_INPLACE_BUILD_LIBRARY (dllexport on Windows; users get dllimport). The structs and WorkspaceLimitGuard below
+// are header-only (no out-of-line members, no virtual functions) and need no mark.
+#if defined(_WIN32)
+#if defined(TORCH_INPLACE_BUILD_LIBRARY)
+#define TORCH_INPLACE_API __declspec(dllexport)
+#else
+#define TORCH_INPLACE_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define TORCH_INPLACE_API __attribute__((visibility("default")))
+#else
+#define TORCH_INPLACE_API
+#endif
+
 namespace torch_inplace {
 
 // Physically transposes the last two dims of a contiguous (..., m, n) tensor in its own storage: afterwards it
 // is a contiguous (..., n, m) tensor (same data_ptr) with element (..., i, j) at (..., j, i). `algorithm`
 // forces a planner choice ("auto", "square", "c2r", "r2c", "skinny", ...).
-at::Tensor& transpose_(at::Tensor& self, c10::string_view algorithm = "auto");
+TORCH_INPLACE_API at::Tensor& transpose_(at::Tensor& self, c10::string_view algorithm = "auto");
 // (..., N, F) array of structures -> (..., F, N) structure of arrays, in place.
-at::Tensor& aos_to_soa_(at::Tensor& self);
+TORCH_INPLACE_API at::Tensor& aos_to_soa_(at::Tensor& self);
 // (..., F, N) structure of arrays -> (..., N, F) array of structures, in place.
-at::Tensor& soa_to_aos_(at::Tensor& self);
+TORCH_INPLACE_API at::Tensor& soa_to_aos_(at::Tensor& self);
 // A tensor whose storage carries the slack the GPU planner may use for padded transposes. `size` needs at least 2 dims
 // (..., m, n). `options`: dtype, device and requires_grad are honoured; a layout other than strided, pinned memory or
 // a memory format other than contiguous is refused (c10::Error naming empty_transposable, as a shorter `size` is).
-at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
+TORCH_INPLACE_API at::Tensor empty_transposable(c10::IntArrayRef size, at::TensorOptions options = {});
 
 // The planner's choice for transposing a contiguous (..., m, n) tensor of `dtype` on `device` in place under the
 // current workspace limit (Python's torch_inplace.plan): the algorithm's name (as `algorithm` takes it), the scratch
@@ -43,8 +60,9 @@ struct TransposePlan {
   int64_t scratch_bytes = 0;
   std::string explanation;
 };
-TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype = at::kFloat,
-                             c10::Device device = c10::Device(c10::kCPU), c10::string_view algorithm = "auto");
+TORCH_INPLACE_API TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype = at::kFloat,
+                                               c10::Device device = c10::Device(c10::kCPU),
+                                               c10::string_view algorithm = "auto");
 
 // Scratch memory. Every op takes its scratch from PyTorch's allocator (the caching allocator on GPUs); the planner
 // only picks algorithms whose scratch fits the workspace limit, and an op for which none fits raises before it
@@ -53,12 +71,12 @@ TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype = at::
 //                              the process-wide one.
 //   set_workspace_limit(b):    the process-wide limit (every thread without a guard); b >= 0, or -1; c10::Error
 //                              below -1.
-int64_t workspace_limit();
-void set_workspace_limit(int64_t bytes);
+TORCH_INPLACE_API int64_t workspace_limit();
+TORCH_INPLACE_API void set_workspace_limit(int64_t bytes);
 
 namespace detail {
-int64_t enter_workspace_limit_scope(int64_t bytes);  // c10::Error below -1; returns the scope it replaces
-void exit_workspace_limit_scope(int64_t previous);
+TORCH_INPLACE_API int64_t enter_workspace_limit_scope(int64_t bytes);  // c10::Error below -1; returns the prior scope
+TORCH_INPLACE_API void exit_workspace_limit_scope(int64_t previous);
 }  // namespace detail
 
 // Sets the calling thread's workspace limit for its scope, over the process-wide one, and restores the thread's
@@ -82,11 +100,11 @@ struct WorkspaceStats {
   int64_t total_bytes = 0;   // sum over calls since the last reset
   int64_t calls = 0;         // op calls that took scratch (or were planned with none) since the last reset
 };
-WorkspaceStats workspace_stats();
-void reset_workspace_stats();
+TORCH_INPLACE_API WorkspaceStats workspace_stats();
+TORCH_INPLACE_API void reset_workspace_stats();
 
 // Whether this build of the library carries GPU (CUDA or HIP) kernels.
-bool built_with_gpu();
+TORCH_INPLACE_API bool built_with_gpu();
 
 // Small batched LU and inverse (n <= 32 in registers, 32 < n <= 64 in shared memory on the GPU; larger n through
 // torch.linalg), as torch.linalg's but for what follows. Only square (..., n, n) float32, float64, complex64 or
@@ -101,11 +119,12 @@ bool built_with_gpu();
 //                                         (torch.linalg.inv raises).
 //   batched_inverse_ex(A, check_errors) -> (inverse, info); info > 0 for a singular matrix.
 //   inverse_(A)                        overwrites A with its inverse (inf / nan for a singular A, no error), returns A.
-std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool check_errors = false);
-at::Tensor lu_factor_(at::Tensor& A);
-at::Tensor batched_inverse(const at::Tensor& A);
-std::tuple<at::Tensor, at::Tensor> batched_inverse_ex(const at::Tensor& A, bool check_errors = false);
-at::Tensor& inverse_(at::Tensor& A);
+TORCH_INPLACE_API std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A);
+TORCH_INPLACE_API std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A,
+                                                                 bool check_errors = false);
+TORCH_INPLACE_API at::Tensor lu_factor_(at::Tensor& A);
+TORCH_INPLACE_API at::Tensor batched_inverse(const at::Tensor& A);
+TORCH_INPLACE_API std::tuple<at::Tensor, at::Tensor> batched_inverse_ex(const at::Tensor& A, bool check_errors = false);
+TORCH_INPLACE_API at::Tensor& inverse_(at::Tensor& A);
 
 }  // namespace torch_inplace
