@@ -39,6 +39,23 @@ def test_backward_applies_inverse_permutation():
     torch.testing.assert_close(x.grad, g.mT)
 
 
+def test_retain_grad_after_and_hook_before_the_transposition():
+    # The README's advice: retain_grad() after the op gives the gradient in the new shape; a hook registered before it
+    # gets the gradient of the values before it, as PyTorch's t_() gives.
+    W = torch.arange(6.0).view(3, 2)
+    for transpose in (torch_inplace.transpose_, torch.Tensor.t_):
+        x = torch.randn(2, 3, requires_grad=True)
+        y = x * 1
+        seen = []
+        y.register_hook(seen.append)
+        transpose(y)
+        y.retain_grad()
+        (y * W).sum().backward()
+        assert torch.equal(y.grad, W), transpose
+        assert torch.equal(seen[0], W.mT), transpose
+        assert torch.equal(x.grad, W.mT), transpose
+
+
 def test_version_counter_invalidates_saved_tensors():
     x = torch.randn(4, 7, requires_grad=True)
     y = x * 1
