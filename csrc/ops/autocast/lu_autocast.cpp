@@ -13,57 +13,34 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
-#include <tuple>
-
 #include "torch_inplace.h"
 
 namespace torch_inplace {
 namespace {
 
-// Runs `fn` on A cast to float32 where autocast for `device` would cast it, with that autocast key excluded so the
-// call below goes on to the autograd and backend kernels.
-template <c10::DeviceType device, typename Fn>
-auto in_float32(const at::Tensor& A, Fn&& fn) {
+// The kernel of `op` (a public function of torch_inplace.h, which calls through the dispatcher) for autocast on
+// `device`: A cast to float32 where that autocast would cast it, the other arguments as they are, and the autocast key
+// excluded so that the call goes on to the autograd and backend kernels.
+template <c10::DeviceType device, auto op, typename... Args>
+auto in_float32(const at::Tensor& A, Args... args) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(at::autocast::get_autocast_dispatch_key_from_device_type(device));
-  return fn(at::autocast::cached_cast(at::kFloat, A, device));
+  return op(at::autocast::cached_cast(at::kFloat, A, device), args...);
 }
 
+// lu_factor has its own kernel because its composite checks the dtype (naming lu_factor) before lu_factor_ex.
 template <c10::DeviceType device>
-at::Tensor batched_inverse_autocast(const at::Tensor& A) {
-  return in_float32<device>(A, [](const at::Tensor& a) { return batched_inverse(a); });
-}
-
-template <c10::DeviceType device>
-std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autocast(const at::Tensor& A, bool check_errors) {
-  return in_float32<device>(A, [&](const at::Tensor& a) { return batched_inverse_ex(a, check_errors); });
-}
-
-// lu_factor has its own kernel here because its composite checks the dtype (naming lu_factor) before lu_factor_ex.
-template <c10::DeviceType device>
-std::tuple<at::Tensor, at::Tensor> lu_factor_autocast(const at::Tensor& A) {
-  return in_float32<device>(A, [](const at::Tensor& a) { return lu_factor(a); });
-}
-
-template <c10::DeviceType device>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autocast(const at::Tensor& A, bool check_errors) {
-  return in_float32<device>(A, [&](const at::Tensor& a) { return lu_factor_ex(a, check_errors); });
+void register_float32_kernels(torch::Library& m) {
+  m.impl("batched_inverse", &in_float32<device, &batched_inverse>);
+  m.impl("batched_inverse_ex", &in_float32<device, &batched_inverse_ex, bool>);
+  m.impl("lu_factor", &in_float32<device, &lu_factor>);
+  m.impl("lu_factor_ex", &in_float32<device, &lu_factor_ex, bool>);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(inplace, AutocastCPU, m) {
-  m.impl("batched_inverse", &batched_inverse_autocast<c10::DeviceType::CPU>);
-  m.impl("batched_inverse_ex", &batched_inverse_ex_autocast<c10::DeviceType::CPU>);
-  m.impl("lu_factor", &lu_factor_autocast<c10::DeviceType::CPU>);
-  m.impl("lu_factor_ex", &lu_factor_ex_autocast<c10::DeviceType::CPU>);
-}
+TORCH_LIBRARY_IMPL(inplace, AutocastCPU, m) { register_float32_kernels<c10::DeviceType::CPU>(m); }
 
 // AutocastCUDA also serves ROCm builds, whose tensors are "cuda" tensors.
-TORCH_LIBRARY_IMPL(inplace, AutocastCUDA, m) {
-  m.impl("batched_inverse", &batched_inverse_autocast<c10::DeviceType::CUDA>);
-  m.impl("batched_inverse_ex", &batched_inverse_ex_autocast<c10::DeviceType::CUDA>);
-  m.impl("lu_factor", &lu_factor_autocast<c10::DeviceType::CUDA>);
-  m.impl("lu_factor_ex", &lu_factor_ex_autocast<c10::DeviceType::CUDA>);
-}
+TORCH_LIBRARY_IMPL(inplace, AutocastCUDA, m) { register_float32_kernels<c10::DeviceType::CUDA>(m); }
 
 }  // namespace torch_inplace
