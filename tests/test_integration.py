@@ -280,6 +280,9 @@ _INPUT_MUTATIONS = {
     "transpose_": lambda B: torch_inplace.transpose_(B) * torch.arange(12.0, dtype=B.dtype).reshape(4, 3),
     "inverse_": lambda B: torch_inplace.inverse_(B) * 2,
     "lu_factor_": lambda B: (torch_inplace.lu_factor_(B), B)[1] * 2,
+    # views that are not contiguous (in place in B's storage / through a copy written back)
+    "inverse_ of B.mT": lambda B: (torch_inplace.inverse_(B.mT), B)[1] * 2,
+    "lu_factor_ of B[::2]": lambda B: (torch_inplace.lu_factor_(B[::2]), B)[1] * 2,
 }
 
 

@@ -251,11 +251,42 @@ def test_bad_inputs_leave_tensor_unchanged(device):
         with pytest.raises(RuntimeError, match=f"lu_factor_: .*{msg}"):
             TL.lu_factor_(t)
         assert torch.equal(t, before)
-    v = random_matrices((3,), 4, torch.float64, device).mT
+    v = random_matrices((1,), 4, torch.float64, device).expand(3, 4, 4)  # overlapping elements
     before = v.clone()
-    with pytest.raises(RuntimeError, match="lu_factor_: expected a contiguous tensor"):
+    with pytest.raises(RuntimeError, match="^lu_factor_: expected a tensor whose elements do not overlap in memory"):
         TL.lu_factor_(v)
     assert torch.equal(v, before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_factor_inplace_takes_any_strides(device, dtype):
+    """lu_factor_ on views that are not contiguous (factorized in a contiguous copy written back through the view),
+    against torch.linalg.lu_factor of the same view; the rest of the storage stays as it was."""
+    tol = 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-10
+    for n in (1, 3, 17, 40, 70):
+        B = random_matrices((6,), n, dtype, device)
+        views = {
+            "mT": lambda t: t.mT,
+            "every other matrix": lambda t: t[::2],
+            "batch dims swapped": lambda t: t.view(2, 3, n, n).transpose(0, 1),
+            "negative, sliced, transposed": lambda t: t._neg_view()[1::2].mT,
+        }
+        for what, view in views.items():
+            C = B.clone()
+            v = view(C)
+            LU_ref, piv_ref = torch.linalg.lu_factor(v)
+            mask = torch.ones_like(C)
+            view(mask).fill_(0)  # through the same view (math bits included): the elements it does not reach stay 1
+            mask = mask != 0
+            piv = TL.lu_factor_(v)
+            assert piv.dtype == torch.int32 and piv.shape == v.shape[:-1], (n, what)
+            if device == "cpu" or dtype.is_floating_point:  # PyTorch's CUDA backend may pivot complex input otherwise
+                assert torch.equal(piv, piv_ref), (n, what)
+                torch.testing.assert_close(v, LU_ref, rtol=tol, atol=tol, msg=lambda m: f"n={n} {what}: {m}")
+            P, L, U = torch.lu_unpack(v, piv)
+            torch.testing.assert_close(P @ L @ U, view(B), rtol=tol, atol=tol, msg=lambda m: f"n={n} {what}: {m}")
+            assert torch.equal(C[mask], B[mask]), (n, what)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -47,8 +47,8 @@ def transforms_active() -> bool:
 
 def check_inplace(A: torch.Tensor, op: str, autocast: bool = False) -> None:
     """The in-place ops' refusals (as ``csrc/ops/lu.cpp``'s ``check_input``) for the transform path, which
-    computes out of place and copies back: the contract stays the same. Under vmap, where the batched tensor's
-    strides depend on where the transform put the vmapped dim (not on the caller), any strides are taken.
+    computes out of place and copies back: the contract stays the same (any strides, none overlapping; a batched
+    tensor's overlap is the kernels' check, on the physical tensor).
     ``autocast``: an out-of-place op inside ``torch.autocast`` for A's device, whose Autocast kernel
     (``csrc/ops/autocast/lu_autocast.cpp``) computes a float16 / bfloat16 A in float32."""
     if A.dim() < 2:
@@ -58,9 +58,10 @@ def check_inplace(A: torch.Tensor, op: str, autocast: bool = False) -> None:
         raise RuntimeError(f"{op}: expected square matrices (..., n, n), got shape {list(A.shape)}")
     if A.dtype not in _DTYPES and not (autocast and A.is_floating_point()):
         raise RuntimeError(f"{op}: expected dtype float32, float64, complex64 or complex128, got {A.dtype}")
-    if not torch._C._functorch.is_batchedtensor(A) and not A.is_contiguous():
-        raise RuntimeError(f"{op}: expected a contiguous tensor (the in-place op overwrites its storage), got strides "
-                           f"{list(A.stride())} for shape {list(A.shape)}; use the out-of-place op instead")
+    if not torch._C._functorch.is_batchedtensor(A) and torch._debug_has_internal_overlap(A) == 1:
+        raise RuntimeError(f"{op}: expected a tensor whose elements do not overlap in memory (the in-place op writes "
+                           f"every element), got strides {list(A.stride())} for shape {list(A.shape)} (an expanded "
+                           "tensor?); call .clone() first or use the out-of-place op")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -110,15 +111,12 @@ def _batched_rule(name: str):
     return rule
 
 
-# The in-place ops write the batched input itself. With the vmapped dim first the physical tensor is usually
-# contiguous (a view of the same storage in the same order) and the op runs in place on it; otherwise (the vmapped dim
-# elsewhere in memory) the result is computed out of place and copied back. Contiguity is the physical tensor's
-# business here, not the caller's: under vmap the strides depend on where the transform put the dim.
+# The in-place ops write the batched input itself: the op runs on the physical tensor with the vmapped dim first, a
+# view of the same storage (in place where that view is contiguous; the kernels take any strides, lu_common.h).
 
 
-def _inplace_rule(name: str, out_of_place, returns_input: bool):
-    """The rule of an in-place op with one tensor argument: ``out_of_place(af)`` gives the values the physical tensor
-    ``af`` takes and the op's result (None where ``returns_input``: the op returns its input)."""
+def _inplace_rule(name: str, returns_input: bool):
+    """The rule of an in-place op with one tensor argument (``returns_input``: the op returns its input)."""
     op = getattr(_ops, name).default
 
     def rule(A):
@@ -128,19 +126,14 @@ def _inplace_rule(name: str, out_of_place, returns_input: bool):
             if d is None:
                 return op(A)
             check_inplace(A, name)
-            af = _front(a, d)
-            if af.is_contiguous():
-                out = op(af)
-            else:
-                values, out = out_of_place(af)
-                af.copy_(values)
+            out = op(_front(a, d))
             return A if returns_input else _fc._add_batch_dim(out, 0, level)
 
     return rule
 
 
-_vmap_inverse_ = _inplace_rule("inverse_", lambda af: (_ops.batched_inverse.default(af), None), returns_input=True)
-_vmap_lu_factor_ = _inplace_rule("lu_factor_", lambda af: tuple(_ops.lu_factor.default(af)), returns_input=False)
+_vmap_inverse_ = _inplace_rule("inverse_", returns_input=True)
+_vmap_lu_factor_ = _inplace_rule("lu_factor_", returns_input=False)
 
 
 def _vmap_inverse_backward(X, G):

@@ -13,7 +13,9 @@ Differences from ``torch.linalg``: :func:`lu_factor` and :func:`batched_inverse`
 ``torch.linalg.lu_factor``), also twice.
 
 Errors: a ``RuntimeError`` naming the op for fewer than 2 dims, non-square matrices, other dtypes or (in-place
-ops) a non-contiguous tensor; nothing is written then. The in-place ops take conjugate and negative views:
+ops) a tensor whose elements overlap in memory (expanded); nothing is written then. The in-place ops take any other
+strides (in place where ``A`` is contiguous, and for ``inverse_`` also where ``A.mT`` is; otherwise through a
+contiguous copy written back) and conjugate and negative views:
 ``inverse_`` inverts them in their own storage (inversion commutes with both bits); ``lu_factor_`` factorizes a
 resolved copy and writes it back through the view.
 
@@ -176,8 +178,10 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included), contiguous. A conjugate or negative view is factorized through a
-            resolved copy that is then written back through the view (negation does not commute with the LU).
+            batch dims, empty batches included), of any strides whose elements do not overlap: a contiguous ``A``
+            is factorized in its own storage, any other through a contiguous copy written back (extra memory the
+            size of ``A``). A conjugate or negative view is factorized through a resolved copy that is then
+            written back through the view (negation does not commute with the LU).
 
     Returns:
         ``pivots`` ``(*, n)`` int32 (1-based), outside the autograd graph. Differentiable when ``A`` is not a leaf
@@ -186,9 +190,9 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
 
     Raises:
         TypeError: ``A`` is not a tensor.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a non-contiguous
-            ``A``, a leaf that requires grad or an inference tensor outside ``torch.inference_mode()``; nothing
-            is written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, elements that
+            overlap in memory (an expanded ``A``), a leaf that requires grad or an inference tensor outside
+            ``torch.inference_mode()``; nothing is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.lu_factor_(A)
@@ -262,18 +266,22 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
 
     Args:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
-            batch dims, empty batches included), contiguous. A conjugate or negative view is inverted in its own
-            storage, bits and all (inversion commutes with conjugation and negation).
+            batch dims, empty batches included), of any strides whose elements do not overlap. A contiguous
+            ``A`` and a transposed view of contiguous storage (``B.mT``: inv(B^T) = inv(B)^T) are inverted in their
+            own storage; any other ``A`` through a contiguous copy written back (extra memory the size of ``A``).
+            A conjugate or negative view is inverted in its own storage, bits and all (inversion commutes with
+            conjugation and negation).
 
     Returns:
         ``A``, holding the inverses (singular matrices: inf/NaN entries, as :func:`batched_inverse`). No extra
-        device memory on GPUs for ``n <= 64``. Differentiable when ``A`` is not a leaf that requires grad.
+        device memory on GPUs for ``n <= 64`` (contiguous or transposed ``A``). Differentiable when ``A`` is not a
+        leaf that requires grad.
 
     Raises:
         TypeError: ``A`` is not a tensor.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a non-contiguous
-            ``A``, a leaf that requires grad or an inference tensor outside ``torch.inference_mode()``; nothing
-            is written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, elements that
+            overlap in memory (an expanded ``A``), a leaf that requires grad or an inference tensor outside
+            ``torch.inference_mode()``; nothing is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.inverse_(A)

@@ -4,7 +4,8 @@
 // batched_inverse has its own so that no `info` is written on GPUs; lu_factor is a CompositeImplicitAutograd
 // wrapper of lu_factor_ex that drops `info`. Unlike torch.linalg.lu_factor and
 // torch.linalg.inv they do not raise on singular input, because raising needs a host sync: call the _ex form
-// with check_errors=True for that. lu_factor_ and inverse_ overwrite a contiguous A.
+// with check_errors=True for that. lu_factor_ and inverse_ overwrite A (any strides but overlapping ones).
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/matmul.h>
@@ -33,8 +34,10 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
               ": expected dtype float32, float64, complex64 or complex128, got ", st);
   if (inplace) {
     check_not_inference_outside_mode(A, op);
-    TORCH_CHECK(A.is_contiguous(), op, ": expected a contiguous tensor (the in-place op overwrites its storage), got "
-                "strides ", A.sym_strides(), " for shape ", A.sym_sizes(), "; use the out-of-place op instead");
+    TORCH_CHECK(at::has_internal_overlap(A) != at::MemOverlap::Yes, op,
+                ": expected a tensor whose elements do not overlap in memory (the in-place op writes every element), "
+                "got strides ", A.sym_strides(), " for shape ", A.sym_sizes(),
+                " (an expanded tensor?); call .clone() first or use the out-of-place op");
     TORCH_CHECK(!math_bits || (!A.is_conj() && !A.is_neg()), op, ": expected a tensor without the conjugate/negative view bit, got "
                 "one with is_conj()=", A.is_conj(), ", is_neg()=", A.is_neg(), "; call resolve_conj()/resolve_neg()");
   }

@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/lu_rows.h"
 
@@ -11,9 +12,33 @@ namespace torch_inplace {
 namespace lu {
 
 // Throws (naming `op`) unless A is a strided (..., n, n) tensor with >= 2 dims of float32, float64, complex64
-// or complex128. In-place ops (`inplace`) also need a contiguous tensor and, with `math_bits` (backends: the
-// dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
+// or complex128. In-place ops (`inplace`) also need a tensor without internally overlapping elements (an expanded
+// tensor is refused, as by PyTorch's own in-place ops; any other strides are taken) and, with `math_bits` (backends:
+// the dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
 void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
+
+// How an in-place kernel, which works on contiguous (..., n, n) storage, reaches a validated A of any strides: on A
+// itself where it is contiguous; on A.mT() where that is contiguous and `transposes` (the operation commutes with
+// transposition, as inversion does: inv(B^T) = inv(B)^T), so a transposed view is still done in its own storage;
+// otherwise on a contiguous copy that is written back (extra memory the size of A, as torch.linalg's out= forms).
+// `kernel` is called exactly once.
+template <typename F>
+auto on_dense_storage(at::Tensor& A, bool transposes, F&& kernel) -> decltype(kernel(A)) {
+  if (A.is_contiguous()) return kernel(A);
+  if (transposes) {
+    at::Tensor t = A.mT();
+    if (t.is_contiguous()) return kernel(t);
+  }
+  at::Tensor tmp = A.contiguous();
+  if constexpr (std::is_void_v<decltype(kernel(A))>) {
+    kernel(tmp);
+    A.copy_(tmp);
+  } else {
+    auto out = kernel(tmp);
+    A.copy_(tmp);
+    return out;
+  }
+}
 
 // A contiguous tensor holding A's values (A itself when it already is one; conj/neg bits resolved).
 at::Tensor contiguous_input(const at::Tensor& A);

@@ -168,9 +168,41 @@ TEST(LinalgOps, Refusals) {
     expect_refused(luf, at::ones({3, 4, 4}, opts.dtype(at::kHalf)), "lu_factor_", "expected dtype float32");
     expect_refused(bi, at::randn({2, 3, 4}, opts), "batched_inverse", "expected square matrices");
     expect_refused(bi, at::randn({4}, opts), "batched_inverse", "at least 2 dims");
-    expect_refused(inv, well_conditioned({3}, 4, at::kFloat, dev).transpose(-2, -1), "inverse_", "contiguous");
-    expect_refused(luf, well_conditioned({3}, 4, at::kFloat, dev).transpose(-2, -1), "lu_factor_", "contiguous");
+    expect_refused(inv, well_conditioned({1}, 4, at::kFloat, dev).expand({3, 4, 4}), "inverse_", "do not overlap");
+    expect_refused(luf, well_conditioned({1}, 4, at::kFloat, dev).expand({3, 4, 4}), "lu_factor_", "do not overlap");
   }
+}
+
+// The in-place ops on views that are not contiguous: inverse_ of a transposed view in its own storage, other views
+// (every other matrix) through a copy written back; the matrices the view leaves out stay as they were.
+TEST(LinalgOps, InPlaceOpsTakeAnyStrides) {
+  at::manual_seed(3);
+  for (const at::Device dev : devices())
+    for (at::ScalarType dtype : kDtypes)
+      for (int64_t n : {3, 17, 40, 70}) {
+        const std::string what = desc(dev, dtype, n);
+        const at::Tensor B = well_conditioned({4}, n, dtype, dev);
+        at::Tensor C = B.clone();
+        at::Tensor T = C.mT();
+        const void* ptr = T.data_ptr();
+        torch_inplace::inverse_(T);
+        EXPECT_EQ(T.data_ptr(), ptr) << what;
+        EXPECT_LT(rel_max(T, at::linalg_inv(B.mT())), tol(dtype, n)) << what;
+
+        C = B.clone();
+        at::Tensor S = C.slice(0, 0, 4, 2);
+        torch_inplace::inverse_(S);
+        EXPECT_LT(rel_max(S, at::linalg_inv(B.slice(0, 0, 4, 2))), tol(dtype, n)) << what;
+        EXPECT_TRUE(at::equal(C.slice(0, 1, 4, 2), B.slice(0, 1, 4, 2))) << what;
+
+        C = B.clone();
+        S = C.slice(0, 1, 4, 2).mT();
+        const at::Tensor pivots = torch_inplace::lu_factor_(S);
+        auto [LU, piv] = torch_inplace::lu_factor(B.slice(0, 1, 4, 2).mT());
+        EXPECT_TRUE(at::equal(pivots, piv)) << what;
+        EXPECT_LT(rel_max(S, LU), tol(dtype, n)) << what;
+        EXPECT_TRUE(at::equal(C.slice(0, 0, 4, 2), B.slice(0, 0, 4, 2))) << what;
+      }
 }
 
 // Autograd from C++: the gradients of batched_inverse and lu_factor are ATen's linalg ones.

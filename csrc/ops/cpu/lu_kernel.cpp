@@ -206,7 +206,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cpu(const at::Tensor
 at::Tensor lu_factor__cpu(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true);
   at::Tensor pivots = new_pivots(A), info = new_info(A);
-  lu_inplace_cpu(A, pivots, info);
+  lu::on_dense_storage(A, /*transposes=*/false, [&](at::Tensor& D) { lu_inplace_cpu(D, pivots, info); });
   return pivots;
 }
 
@@ -229,7 +229,7 @@ void inverse_data_cpu(at::Tensor& A) {
   // Conjugate / negative views arrive as they are (lu.cpp): inverting the storage inverts the view.
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   at::Tensor info = new_info(A);
-  inverse_inplace_cpu(A, info);
+  lu::on_dense_storage(A, /*transposes=*/true, [&](at::Tensor& D) { inverse_inplace_cpu(D, info); });
 }
 
 at::Tensor inverse_backward_cpu(const at::Tensor& X, const at::Tensor& grad) {

@@ -215,7 +215,7 @@ at::Tensor lu_factor__cuda(at::Tensor& A) {
     return pivots;
   }
   at::Tensor pivots = new_pivots(A), info = new_info(A);
-  small_lu(A, A, pivots, info);
+  lu::on_dense_storage(A, /*transposes=*/false, [&](at::Tensor& D) { small_lu(D, D, pivots, info); });
   return pivots;
 }
 
@@ -255,7 +255,7 @@ void inverse_data_cuda(at::Tensor& A) {
     A.copy_(std::get<0>(at::linalg_inv_ex(A, /*check_errors=*/false)));
     return;
   }
-  small_inverse(A, A, /*info=*/at::Tensor());
+  lu::on_dense_storage(A, /*transposes=*/true, [](at::Tensor& D) { small_inverse(D, D, /*info=*/at::Tensor()); });
 }
 
 // grad_A = -X^H G X^H: the fused kernel for n <= 32 where two rows fit in registers, else two GEMMs.
