@@ -278,6 +278,41 @@ def test_inplace_on_a_leaf_is_refused_before_writing(op, device):
     assert torch.equal(B.detach(), before)
 
 
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        return t.view_as(t)  # a view returned by a custom Function
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["inverse_", "lu_factor_"])
+def test_inplace_on_views_autograd_forbids_is_refused_before_writing(op, device):
+    # Views that PyTorch's in-place ops refuse to write (an output of unbind, a view made under no_grad of a tensor
+    # that requires grad, a view returned by a custom Function): the same refusal, naming the op, and nothing
+    # written (it once came from mark_dirty, after the kernel had run).
+    views = {
+        "an output of unbind": (lambda y: y.unbind(0)[1], "output of a function that returns multiple views"),
+        "a view made under no_grad": (lambda y: _no_grad_view(y), "created in no_grad mode"),
+        "a custom Function's view": (lambda y: _Identity.apply(y), "created inside a custom Function"),
+    }
+    for what, (view, msg) in views.items():
+        for fn in (getattr(TL, op), getattr(torch.ops.inplace, op)):
+            y = well_conditioned((2,), 4, torch.float64, device).requires_grad_() * 1
+            before = y.detach().clone()
+            with pytest.raises(RuntimeError, match=f"^{op}: .*{msg}"):
+                fn(view(y))
+            assert torch.equal(y.detach(), before), what
+
+
+def _no_grad_view(y):
+    with torch.no_grad():
+        return y[1]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_compile_fullgraph(device):
     backend = "aot_eager" if device == "cpu" else "inductor"

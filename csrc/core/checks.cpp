@@ -196,6 +196,17 @@ void check_not_inference_outside_mode(const at::Tensor& self, const char* op) {
 
 void check_inplace_autograd(const at::Tensor& self, const char* op) {
   if (!at::GradMode::is_enabled() || !self.requires_grad()) return;
+  // Views that autograd forbids writing (outputs of unbind / split / chunk, views made under no_grad or returned by a
+  // custom Function): PyTorch's own message, before anything is written (mark_dirty would raise only after the kernel).
+  auto* view_meta = torch::autograd::impl::get_view_autograd_meta(self);
+  if (view_meta && view_meta->has_bw_view() &&
+      view_meta->get_creation_meta() != torch::autograd::CreationMeta::DEFAULT) {
+    try {
+      torch::autograd::handle_view_on_rebase(view_meta);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, op, ": ", e.msg());
+    }
+  }
   TORCH_CHECK(!self.is_leaf(), op, ": a leaf Variable that requires grad is being used in an in-place operation.");
   if (self.is_view()) {
     const at::TensorBase& base = self._base();
