@@ -262,6 +262,41 @@ def test_inplace_ops_on_strided_views_under_transforms(device):
     assert torch.equal(pivots, piv)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_functionalize(device):
+    # torch.func.functionalize has no rule for autograd.Function and cannot take a custom op that mutates its input:
+    # the public functions run the ops there (in-place ones out of place, copied back), alone and with grad.
+    from torch.func import functionalize
+
+    A = well_conditioned((4,), 5, torch.float64, device)
+    torch.testing.assert_close(functionalize(TL.batched_inverse)(A), torch.linalg.inv(A))
+    torch.testing.assert_close(functionalize(lambda a: TL.batched_inverse_ex(a)[0])(A), torch.linalg.inv(A))
+    LU, piv = functionalize(TL.lu_factor)(A)
+    LU_ref, piv_ref = torch.linalg.lu_factor(A)
+    torch.testing.assert_close(LU, LU_ref)
+    assert torch.equal(piv, piv_ref)
+    LU, piv, info = functionalize(TL.lu_factor_ex)(A)
+    torch.testing.assert_close(LU, LU_ref)
+    for view in (lambda t: t.mT, lambda t: t[::2]):
+        def inv_(a):
+            b = a.clone()
+            TL.inverse_(view(b))
+            return b
+
+        def lu_(a):
+            b = a.clone()
+            return b, TL.lu_factor_(view(b))
+
+        torch.testing.assert_close(functionalize(inv_)(A), _with_inverse(A, view))
+        b, p = functionalize(lu_)(A)
+        torch.testing.assert_close(b, _with_lu(A, view))
+        assert torch.equal(p, torch.linalg.lu_factor(view(A))[1])
+    # (grad over functionalized in-place code fails for PyTorch's own copy_ too: "derivative for aten::copy")
+    want = grad(lambda a: torch.linalg.inv(a).abs().sum())(A)
+    torch.testing.assert_close(functionalize(grad(lambda a: TL.batched_inverse(a).abs().sum()))(A), want)
+    torch.testing.assert_close(grad(functionalize(lambda a: TL.batched_inverse(a).abs().sum()))(A), want)
+
+
 def _with_inverse(b, view):
     """b with view(b) replaced by its inverse, out of place (torch.linalg)."""
     out = b.clone()

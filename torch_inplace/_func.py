@@ -28,12 +28,16 @@ _DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
 _VMAP = torch._C._functorch.TransformType.Vmap
+# Transforms under which the ops run as they are: vmap (the batching rules below) and functionalize (custom ops are
+# functionalized by PyTorch; an autograd.Function has no functionalize rule).
+_FUNCTIONALIZE = torch._C._functorch.TransformType.Functionalize
 
 
 def transforms_active() -> bool:
     """Whether the ops' C++ autograd cannot run here: a ``torch.autograd.forward_ad`` level is active, or a torch.func
-    transform other than vmap (grad, vjp, jvp, jacrev, ...). Under vmap alone the ops run as they are (their
-    batching rules below; regular autograd outside the vmap still works through the C++ Functions)."""
+    transform other than vmap (grad, vjp, jvp, jacrev, ...) without functionalize. Under vmap alone the ops run as
+    they are (their batching rules below; regular autograd outside the vmap still works through the C++ Functions),
+    and so they do under functionalize."""
     if _fwad._current_level >= 0:
         return True
     if not torch._C._are_functorch_transforms_active():
@@ -42,7 +46,19 @@ def transforms_active() -> bool:
         # Dynamo traces a Function's forward with the transform's wrappers (and cannot trace the stack query): the
         # ops themselves then, whose C++ autograd hands wrapped calls to torch.linalg (lu_autograd.cpp).
         return False
-    return any(i.key() != _VMAP for i in torch._C._functorch.get_interpreter_stack())
+    keys = [i.key() for i in torch._C._functorch.get_interpreter_stack()]
+    # Under functionalize (which has no rule for autograd.Function) the ops themselves, also with grad-type
+    # transforms in the stack: their C++ autograd hands such calls to torch.linalg (lu_autograd.cpp).
+    return _FUNCTIONALIZE not in keys and any(k != _VMAP for k in keys)
+
+
+def functionalizing() -> bool:
+    """Whether torch.func.functionalize is active (outside torch.compile). PyTorch's C++ functionalization cannot
+    take a custom op that mutates its input, so the in-place functions compute out of place and copy back there
+    (what functionalization turns the op into anyway)."""
+    if not torch._C._are_functorch_transforms_active() or torch.compiler.is_compiling():
+        return False
+    return any(i.key() == _FUNCTIONALIZE for i in torch._C._functorch.get_interpreter_stack())
 
 
 def check_inplace(A: torch.Tensor, op: str, autocast: bool = False) -> None:

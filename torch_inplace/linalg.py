@@ -24,7 +24,8 @@ Every function here can be called from TorchScript (``torch.jit.script``), where
 torch.func: every op has a vmap batching rule (one call over the batch); under grad-type transforms (``grad``,
 ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``) and with ``torch.autograd.forward_ad``, the functions here go
 through ``torch.autograd.Function`` twins of the C++ autograd (``torch_inplace/_func.py``), to any order; called
-as ``torch.ops.inplace.*`` there, the C++ autograd hands the call to ``torch.linalg``.
+as ``torch.ops.inplace.*`` there, the C++ autograd hands the call to ``torch.linalg``. Under
+``torch.func.functionalize`` the functions call the ops (the in-place ones out of place, copied back).
 """
 from __future__ import annotations
 
@@ -199,6 +200,11 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     _check_tensor(A, "lu_factor_")
     if _func.transforms_active():
         return _func.lu_factor_(A)
+    if _func.functionalizing():
+        _func.check_inplace(A, "lu_factor_")
+        LU, pivots = _lu_factor(A)
+        A.copy_(LU)
+        return pivots
     return _lu_factor_(A)
 
 
@@ -288,4 +294,7 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
     _check_tensor(A, "inverse_")
     if _func.transforms_active():
         return _func.inverse_(A)
+    if _func.functionalizing():
+        _func.check_inplace(A, "inverse_")
+        return A.copy_(_batched_inverse(A))
     return _inverse_(A)
