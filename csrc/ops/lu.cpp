@@ -7,7 +7,9 @@
 // with check_errors=True for that. lu_factor_ and inverse_ overwrite A (any strides but overlapping ones).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_conj.h>
 #include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/matmul.h>
 #include <torch/library.h>
 
@@ -159,6 +161,20 @@ at::Tensor& inverse__composite(at::Tensor& A) {
   return A;
 }
 
+// _inverse_data_ on a conjugate or negative view: the same op on a view of the same storage with that bit flipped off
+// (at::_conj / at::_neg_view flip it), which inverts the storage and so the view (inversion commutes with both). The
+// bit is gone before the keys below (Python, Functionalize): torch.compile's functionalization cannot carry it into
+// the op (its auto_functionalized_v2 has no Conjugate / Negative kernel).
+void inverse_data_math_bit(at::Tensor& A, bool conj) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("inplace::_inverse_data_", "")
+                       .typed<void(at::Tensor&)>();
+  at::Tensor raw = conj ? at::_conj(A) : at::_neg_view(A);
+  op.call(raw);
+}
+void inverse_data_conj(at::Tensor& A) { inverse_data_math_bit(A, /*conj=*/true); }
+void inverse_data_neg(at::Tensor& A) { inverse_data_math_bit(A, /*conj=*/false); }
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> lu_factor(const at::Tensor& A) {
@@ -217,20 +233,21 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
 }
 
 // Conjugate and negative views. Inversion commutes with both bits (inv(conj(B)) = conj(inv(B)), inv(-B) = -inv(B)), so
-// inverse_ and _inverse_data_ invert the view's storage in place: their keys fall through to the backends, which
-// take the bits (lu::check_input with math_bits false). PyTorch's math-bit fallback would instead run the op on a
-// resolved copy, and it writes the op's result back into the stack slot of its first return, which _inverse_data_
-// (no returns) does not have: the heap was corrupted. lu_factor_ does not commute with negation (L keeps its unit
-// diagonal): its kernel above factors a resolved copy.
+// inverse_ and _inverse_data_ invert the view's storage in place: inverse_ falls through to its composite kernel, and
+// _inverse_data_ runs on a view without the bit (inverse_data_math_bit above; the backends would also take the bits,
+// lu::check_input with math_bits false). PyTorch's math-bit fallback would instead run the op on a resolved copy,
+// and it writes the op's result back into the stack slot of its first return, which _inverse_data_ (no returns)
+// does not have: the heap was corrupted. lu_factor_ does not commute with negation (L keeps its unit diagonal): its
+// kernel above factors a resolved copy.
 TORCH_LIBRARY_IMPL(inplace, Conjugate, m) {
   m.impl("lu_factor_", &lu_factor__math_bits);
   m.impl("inverse_", torch::CppFunction::makeFallthrough());
-  m.impl("_inverse_data_", torch::CppFunction::makeFallthrough());
+  m.impl("_inverse_data_", &inverse_data_conj);
 }
 TORCH_LIBRARY_IMPL(inplace, Negative, m) {
   m.impl("lu_factor_", &lu_factor__math_bits);
   m.impl("inverse_", torch::CppFunction::makeFallthrough());
-  m.impl("_inverse_data_", torch::CppFunction::makeFallthrough());
+  m.impl("_inverse_data_", &inverse_data_neg);
 }
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
