@@ -74,7 +74,9 @@ def check_inplace(A: torch.Tensor, op: str, autocast: bool = False) -> None:
         raise RuntimeError(f"{op}: expected square matrices (..., n, n), got shape {list(A.shape)}")
     if A.dtype not in _DTYPES and not (autocast and A.is_floating_point()):
         raise RuntimeError(f"{op}: expected dtype float32, float64, complex64 or complex128, got {A.dtype}")
-    if not torch._C._functorch.is_batchedtensor(A) and torch._debug_has_internal_overlap(A) == 1:
+    # (not traceable by Dynamo: inside compiled code the copy_ back refuses overlapping elements itself)
+    if (not torch.compiler.is_compiling() and not torch._C._functorch.is_batchedtensor(A)
+            and torch._debug_has_internal_overlap(A) == 1):
         raise RuntimeError(f"{op}: expected a tensor whose elements do not overlap in memory (the in-place op writes "
                            f"every element), got strides {list(A.stride())} for shape {list(A.shape)} (an expanded "
                            "tensor?); call .clone() first or use the out-of-place op")

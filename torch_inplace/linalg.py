@@ -58,6 +58,16 @@ _batched_inverse_ex = _ops.batched_inverse_ex.default
 _inverse_ = _ops.inverse_.default
 
 
+def _copies_back(A: torch.Tensor) -> bool:
+    """Whether the in-place functions compute out of place and copy back into ``A``: under torch.func.functionalize
+    (which cannot take a custom op that mutates its input), and for a view of another tensor inside code that
+    torch.compile traces (PyTorch 2.11's inductor, with dynamic shapes, drops the storage offset of a view that a
+    custom op mutates: silently wrong values; a ``copy_`` through the view compiles right)."""
+    if torch.compiler.is_compiling():
+        return A._base is not None
+    return _func.functionalizing()
+
+
 class LUFactorResult(NamedTuple):
     """What :func:`lu_factor` returns: ``LU`` ``(*, n, n)`` and 1-based int32 ``pivots`` ``(*, n)``."""
 
@@ -200,7 +210,7 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     _check_tensor(A, "lu_factor_")
     if _func.transforms_active():
         return _func.lu_factor_(A)
-    if _func.functionalizing():
+    if _copies_back(A):
         _func.check_inplace(A, "lu_factor_")
         LU, pivots = _lu_factor(A)
         A.copy_(LU)
@@ -294,7 +304,7 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
     _check_tensor(A, "inverse_")
     if _func.transforms_active():
         return _func.inverse_(A)
-    if _func.functionalizing():
+    if _copies_back(A):
         _func.check_inplace(A, "inverse_")
         return A.copy_(_batched_inverse(A))
     return _inverse_(A)
