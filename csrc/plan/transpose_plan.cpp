@@ -202,6 +202,10 @@ bool cpu_tiled(const Problem& p, const DeviceCaps& caps, Plan* out) {
   return true;
 }
 
+// The extra memory the CPU planner lets a plan take by choice (the cut path's saved rows and columns, Catanzaro's
+// long-row buffers): 1 MiB plus 0.1% of a matrix.
+int64_t cpu_extra_budget(const Problem& p) { return (int64_t{1} << 20) + p.rows * p.cols * p.esize / 1000; }
+
 // The cut path where the tiled path finds no blocks but a few rows / columns less does (the fewest elements saved),
 // and the saved rows and columns fit 1 MiB plus 0.1% of the tensor: false elsewhere.
 bool cpu_cut(const Problem& p, const DeviceCaps& caps, Plan* out) {
@@ -226,7 +230,7 @@ bool cpu_cut(const Problem& p, const DeviceCaps& caps, Plan* out) {
   }
   if (r < 0) return false;
   const int64_t R = p.rows - r, C = p.cols - c;
-  if ((p.rows * c + r * C) * es > (int64_t{1} << 20) + p.rows * p.cols * es / 1000) return false;
+  if ((p.rows * c + r * C) * es > cpu_extra_budget(p)) return false;
   Plan plan = base_plan(
       p, Algo::Cut,
       "no block-sized divisors of " + std::string(r > 0 && c > 0 ? "both sides" : (r > 0 ? "rows" : "cols")) +
@@ -260,16 +264,37 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if (want(Algo::Tiled32) && p.rows != p.cols && lo >= 2 && cpu_tiled(p, caps, &tiled)) out.push_back(tiled);
   Plan cut;
   if (want(Algo::Cut) && p.rows != p.cols && lo >= 2 && cpu_cut(p, caps, &cut)) out.push_back(cut);
-  const bool tall = p.rows > p.cols;
-  Algo first = tall ? Algo::C2R : Algo::R2C, second = tall ? Algo::R2C : Algo::C2R;
-  if (want(first)) {
-    out.push_back(cpu_catanzaro(p, caps, first,
-                                tall ? "rows > cols: C2R, so the row shuffle runs on the short side"
-                                     : "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on "
-                                       "the short side"));
+  // Catanzaro's direction. C2R gathers whole rows of `cols` elements in its row shuffle, one buffer per thread. On a
+  // wide matrix that puts the long side in the row shuffle, which ran 1.2x faster than R2C (median over 70 random
+  // wide shapes; 1.05-1.96x by aspect ratio, with 1 and 2 threads: benchmarks/cpu_catanzaro_direction.py,
+  // benchmarks/results/cpu-2t/cpu_catanzaro_direction.log), so it comes first where those buffers fit the cut
+  // path's budget (1 MiB + 0.1% of the tensor); elsewhere R2C on the cols x rows view keeps the buffers to the short
+  // side. Tall matrices keep C2R (its row shuffle on the short side): R2C there had no consistent edge (median
+  // 1.01-1.07x slower with 2 threads, 0.70-0.89x with 1).
+  Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
+  const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);
+  if (tall) {
+    c2r.reason = "rows > cols: C2R, so the row shuffle runs on the short side";
+  } else if (fits) {
+    c2r.reason = "rows <= cols: C2R, its row shuffle on the long rows (faster on the CPU), its row buffers (" +
+                 std::to_string(c2r.scratch_bytes) + " B) within 1 MiB + 0.1% of the tensor";
   }
-  if (want(second)) {
-    out.push_back(cpu_catanzaro(p, caps, second, "forced or fallback: the other Catanzaro direction"));
+  if (tall || fits) {
+    if (want(Algo::C2R)) out.push_back(c2r);
+    if (want(Algo::R2C)) {
+      out.push_back(cpu_catanzaro(p, caps, Algo::R2C, "forced or fallback: the other Catanzaro direction"));
+    }
+  } else {
+    if (want(Algo::R2C)) {
+      out.push_back(cpu_catanzaro(p, caps, Algo::R2C,
+                                  "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short "
+                                  "side (C2R's row buffers, " + std::to_string(c2r.scratch_bytes) +
+                                  " B, exceed 1 MiB + 0.1% of the tensor)"));
+    }
+    if (want(Algo::C2R)) {
+      c2r.reason = "forced or fallback: the other Catanzaro direction";
+      out.push_back(c2r);
+    }
   }
   return out;
 }

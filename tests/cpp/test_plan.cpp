@@ -136,11 +136,22 @@ TEST(CpuPlan, CatanzaroByOrientation) {
     EXPECT_EQ(tall.scratch_bytes, expected_cpu_scratch(tall));
     EXPECT_GT(tall.scratch_bytes, 0);
 
+    // Wide: C2R, its row shuffle on the long rows, where their buffers fit 1 MiB + 0.1% of the tensor.
     const Plan wide = first_catanzaro(prob(2, 307, 701, esize));
-    EXPECT_EQ(wide.algo, Algo::R2C);
-    EXPECT_EQ(wide.c2r.m, 701);  // R2C works on the cols x rows view
-    EXPECT_EQ(wide.c2r.n, 307);
+    EXPECT_EQ(wide.algo, Algo::C2R);
+    EXPECT_EQ(wide.c2r.m, 307);
+    EXPECT_EQ(wide.c2r.n, 701);
     EXPECT_EQ(wide.scratch_bytes, expected_cpu_scratch(wide));
+    EXPECT_TRUE(contains(wide.reason, "long rows")) << wide.reason;
+
+    // Rows too long for that budget: R2C on the cols x rows view, its row buffers on the short side.
+    const Plan longer = first_catanzaro(prob(1, 101, 400009, esize));
+    EXPECT_EQ(longer.algo, Algo::R2C);
+    EXPECT_EQ(longer.c2r.m, 400009);  // R2C works on the cols x rows view
+    EXPECT_EQ(longer.c2r.n, 101);
+    EXPECT_EQ(longer.scratch_bytes, expected_cpu_scratch(longer));
+    EXPECT_LE(longer.scratch_bytes, (int64_t{1} << 20) + 101 * 400009 * esize / 1000);
+    EXPECT_TRUE(contains(longer.reason, "exceed 1 MiB + 0.1%")) << longer.reason;
 
     // Forced on a shape the tiled path would take: the decomposition's parameters (gcd 100).
     const Plan forced = make_plan(prob(2, 700, 300, esize), cpu(), Algo::C2R);
