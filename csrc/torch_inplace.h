@@ -110,8 +110,9 @@ TORCH_INPLACE_API bool built_with_gpu();
 // torch.linalg), as torch.linalg's but for what follows. Only square (..., n, n) float32, float64, complex64 or
 // complex128 input, any batch dims (c10::Error otherwise). The in-place ones take any strides but overlapping ones
 // (an expanded tensor): in place where A is contiguous (inverse_: or A.mT() is), otherwise through a contiguous copy
-// written back. Pivots are int32 and 1-based, as LAPACK's getrf. A singular matrix raises only where check_errors is true (raising needs a host
-// synchronization); elsewhere its result just comes out, and the _ex variants report it in `info` (> 0).
+// written back. Pivots are int32 and 1-based, as LAPACK's getrf. A singular matrix raises only where check_errors
+// is true (raising needs a host synchronization); elsewhere its result just comes out, and the _ex variants report
+// it in `info` (> 0).
 //   lu_factor(A)                       -> (LU, pivots); no error for a singular A (torch.linalg.lu_factor raises).
 //   lu_factor_ex(A, check_errors)      -> (LU, pivots, info); info > 0: U(info, info) (1-based) is U's first zero
 //                                         diagonal entry.

@@ -28,8 +28,8 @@ _DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
 _VMAP = torch._C._functorch.TransformType.Vmap
-# Transforms under which the ops run as they are: vmap (the batching rules below) and functionalize (custom ops are
-# functionalized by PyTorch; an autograd.Function has no functionalize rule).
+# torch.func.functionalize has no rule for autograd.Function and cannot take a custom op that mutates its input
+# (transforms_active, functionalizing).
 _FUNCTIONALIZE = torch._C._functorch.TransformType.Functionalize
 
 

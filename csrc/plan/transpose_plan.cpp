@@ -271,6 +271,7 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // path's budget (1 MiB + 0.1% of the tensor); elsewhere R2C on the cols x rows view keeps the buffers to the short
   // side. Tall matrices keep C2R (its row shuffle on the short side): R2C there had no consistent edge (median
   // 1.01-1.07x slower with 2 threads, 0.70-0.89x with 1).
+  if (!want(Algo::C2R) && !want(Algo::R2C)) return out;
   Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
   const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);
   if (tall) {
