@@ -295,15 +295,17 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool) -> tuple[torch.Tensor, tor
     return LUFactorEx.apply(A, check_errors)
 
 
-def inverse_(A: torch.Tensor) -> torch.Tensor:
-    """inverse_ under a transform: the inverse out of place, then copied into A (which the transform tracks as an
-    in-place op on A)."""
+def inverse_(A: torch.Tensor, inverse=None) -> torch.Tensor:
+    """inverse_ out of place, then copied into A: under a transform (``inverse`` None: the autograd.Function twin;
+    the transform tracks the copy as an in-place op on A), and where ``linalg._copies_back`` says so (``inverse``
+    the op itself)."""
     check_inplace(A, "inverse_")
-    return A.copy_(BatchedInverse.apply(A))
+    return A.copy_((inverse or BatchedInverse.apply)(A))
 
 
-def lu_factor_(A: torch.Tensor) -> torch.Tensor:
+def lu_factor_(A: torch.Tensor, lu_factor=None) -> torch.Tensor:
+    """lu_factor_ out of place, then copied into A; ``lu_factor`` as ``inverse`` of :func:`inverse_`."""
     check_inplace(A, "lu_factor_")
-    LU, pivots, _ = LUFactorEx.apply(A, False)
+    LU, pivots = lu_factor(A) if lu_factor is not None else LUFactorEx.apply(A, False)[:2]
     A.copy_(LU)
     return pivots

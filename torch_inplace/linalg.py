@@ -211,10 +211,7 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
     if _func.transforms_active():
         return _func.lu_factor_(A)
     if _copies_back(A):
-        _func.check_inplace(A, "lu_factor_")
-        LU, pivots = _lu_factor(A)
-        A.copy_(LU)
-        return pivots
+        return _func.lu_factor_(A, _lu_factor)
     return _lu_factor_(A)
 
 
@@ -305,6 +302,5 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
     if _func.transforms_active():
         return _func.inverse_(A)
     if _copies_back(A):
-        _func.check_inplace(A, "inverse_")
-        return A.copy_(_batched_inverse(A))
+        return _func.inverse_(A, _batched_inverse)
     return _inverse_(A)
