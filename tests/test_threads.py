@@ -10,7 +10,8 @@ import torch_inplace
 import torch_inplace.linalg as TL
 from conftest import devices, well_conditioned
 
-SHAPES = [(64, 64), (1000, 7), (7, 1000), (97, 89), (3, 40, 60), (256, 96), (331, 1), (2, 5, 1200)]
+SHAPES = [(64, 64), (1000, 7), (7, 1000), (97, 89), (3, 40, 60), (256, 96), (331, 1), (2, 5, 1200),
+          (5000, 3, 4)]
 
 
 def _worker(seed, device, iters, clear_cache):

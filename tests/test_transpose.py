@@ -99,6 +99,64 @@ def test_cpu_cut_forced_small():
     assert min(ran.values()) > 20, ran
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_cpu_onchip_forced_random_batches(threads):
+    """The CPU in-cache path (plan 'onchip': runs of whole matrices through a thread's buffer and a shared index
+    table) forced on random batches of every element size: matrices from 2 x 2 to its limits (4096 elements,
+    32 KiB), batches of one matrix, of one run, one more or one less than a run, and of many runs (a short last
+    run), with 1-3 threads."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        rng = random.Random(threads)
+        g = torch.Generator().manual_seed(threads)
+        sizes = sorted(DTYPE_BY_SIZE)
+        ran = 0
+        for i in range(60):
+            es = sizes[i % len(sizes)]
+            while True:
+                m, n = rng.randint(2, 90), rng.randint(2, 90)
+                if m * n <= 4096 and m * n * es <= 32768:
+                    break
+            run = max(1, min(4096, 16384 // es) // (m * n))
+            batch = rng.choice([1, 2, run - 1, run, run + 1, 3 * run + rng.randint(1, run), rng.randint(2, 20000)])
+            batch = max(1, min(batch, (1 << 22) // (m * n * es)))
+            p = torch_inplace.plan((batch, m, n), DTYPE_BY_SIZE[es], "cpu", algorithm="onchip")
+            assert p.algorithm == "onchip" and "whole matrices" in p.explanation, p
+            check_inplace(rand((batch, m, n), DTYPE_BY_SIZE[es], "cpu", g), algorithm="onchip")
+            ran += 1
+        # The limits: 4096 elements, 32 KiB; one more refused before anything is written.
+        for shape, dtype in [((3, 64, 64), torch.float64), ((3, 64, 32), torch.complex128), ((5, 1, 4096), torch.uint8)]:
+            check_inplace(rand(shape, dtype, "cpu", g), algorithm="onchip")
+        for shape, dtype in [((3, 65, 64), torch.uint8), ((3, 64, 33), torch.complex128)]:
+            x = rand(shape, dtype, "cpu", g)
+            keep = x.clone()
+            with pytest.raises(RuntimeError, match="onchip"):
+                torch.ops.inplace.transpose_(x, algorithm="onchip")
+            assert torch.equal(x, keep) and x.shape == keep.shape
+        assert ran == 60
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
+def test_cpu_onchip_auto_for_batches_of_tiny_matrices(esize):
+    """Batches of matrices of at most 64 elements and 512 B take the in-cache path by default (the square and
+    skinny plans' loops per matrix cost more there); larger ones and single matrices keep the other plans. The
+    public ops (transpose_, aos_to_soa_ / soa_to_aos_ on batched records) give the same bytes either way."""
+    dtype = DTYPE_BY_SIZE[esize]
+    g = torch.Generator().manual_seed(esize)
+    for m, n in [(2, 2), (3, 3), (2, 3), (4, 2), (4, 4), (8, 4), (2, 16)]:
+        p = torch_inplace.plan((1000, m, n), dtype, "cpu")
+        assert p.algorithm == "onchip", p
+        check_inplace(rand((1000, m, n), dtype, "cpu", g))
+        check_inplace(rand((777, m, n), dtype, "cpu", g), op=torch.ops.inplace.aos_to_soa_)
+        check_inplace(rand((777, m, n), dtype, "cpu", g), op=torch.ops.inplace.soa_to_aos_)
+        assert torch_inplace.plan((m, n), dtype, "cpu").algorithm != "onchip"
+    assert torch_inplace.plan((10, 9, 9), dtype, "cpu").algorithm == "square"  # 81 elements
+    assert torch_inplace.plan((10, 5, 13), dtype, "cpu").algorithm == "skinny"  # 65 elements
+
+
 @pytest.mark.parametrize("shape", [(3001, 2003), (2003, 3001), (1031, 300), (300, 1031), (3, 257, 509),
                                    (4001, 96), (96, 4001)])
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))

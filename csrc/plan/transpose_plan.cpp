@@ -143,6 +143,23 @@ CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n
   return l;
 }
 
+bool cpu_onchip_fits(int64_t rows, int64_t cols, int64_t esize) {
+  return rows * cols <= kCpuOnchipMaxElems && rows * cols * esize <= kCpuOnchipMaxBytes;
+}
+
+CpuOnchipLayout cpu_onchip_layout(int64_t batch, int64_t rows, int64_t cols, int64_t esize, int64_t threads) {
+  CpuOnchipLayout l;
+  const int64_t mn = std::max<int64_t>(1, rows * cols);
+  const int64_t run = std::min(kCpuOnchipChunkElems, kCpuOnchipChunkBytes / esize);
+  l.per_chunk = std::max<int64_t>(1, std::min(std::max<int64_t>(1, batch), run / mn));
+  l.chunk_elems = l.per_chunk * mn;
+  l.table_off = 0;
+  l.buffers_off = align64(l.chunk_elems * 4);
+  l.thread_bytes = align64(l.chunk_elems * esize);
+  l.total = l.buffers_off + threads * l.thread_bytes;
+  return l;
+}
+
 namespace {
 
 Plan base_plan(const Problem& p, Algo a, std::string why) {
@@ -248,12 +265,41 @@ bool cpu_cut(const Problem& p, const DeviceCaps& caps, Plan* out) {
   return true;
 }
 
+// The in-cache path for small matrices (cpu_onchip_layout); false where a matrix is too large or the scratch exceeds
+// cpu_extra_budget (many threads).
+bool cpu_onchip(const Problem& p, const DeviceCaps& caps, Plan* out) {
+  if (!cpu_onchip_fits(p.rows, p.cols, p.esize)) return false;
+  const int64_t threads = std::max(1, caps.num_threads);
+  const CpuOnchipLayout l = cpu_onchip_layout(p.batch, p.rows, p.cols, p.esize, threads);
+  if (l.total > cpu_extra_budget(p)) return false;
+  Plan plan = base_plan(p, Algo::OnChip,
+                        "matrices of " + std::to_string(p.rows * p.cols * p.esize) +
+                            " B: runs of " + std::to_string(l.per_chunk) +
+                            " whole matrices copied into a thread's buffer (in cache), then written back "
+                            "transposed through a shared index table; one pass");
+  plan.threads = threads;
+  plan.scratch_bytes = l.total;
+  *out = std::move(plan);
+  return true;
+}
+
 }  // namespace
 
 std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo forced) {
   std::vector<Plan> out;
   const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
+  // The in-cache path goes first for batches of matrices of at most 64 elements and 512 B (2 x 2 .. 8 x 8, 16 x 4,
+  // 2 x 32): there it ran 1.1-17x faster than the square and skinny plans, whose loops per matrix (or tiles of
+  // 32 x 32 on a 2 x 2 matrix) cost more than the moves. On larger matrices the skinny plan's long moves won for 1- and
+  // 2-byte elements and the plans traded places for the others (benchmarks/cpu_onchip_rule.py,
+  // benchmarks/results/cpu-2t/cpu_onchip_rule.log). Elsewhere it is a forced plan, or a fallback under a workspace
+  // limit.
+  Plan onchip;
+  const bool has_onchip = want(Algo::OnChip) && lo >= 2 && cpu_onchip(p, caps, &onchip);
+  const bool onchip_first = p.batch >= 2 && p.rows * p.cols <= kCpuOnchipFirstElems &&
+                            p.rows * p.cols * p.esize <= kCpuOnchipFirstBytes;
+  if (has_onchip && onchip_first) out.push_back(onchip);
   if (want(Algo::Square) && p.rows == p.cols) {
     out.push_back(base_plan(p, Algo::Square, "rows == cols: swap tile pairs across the diagonal, no scratch"));
   }
@@ -271,6 +317,10 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // path's budget (1 MiB + 0.1% of the tensor); elsewhere R2C on the cols x rows view keeps the buffers to the short
   // side. Tall matrices keep C2R (its row shuffle on the short side): R2C there had no consistent edge (median
   // 1.01-1.07x slower with 2 threads, 0.70-0.89x with 1).
+  if (has_onchip && !onchip_first) {
+    onchip.reason = "forced or fallback: " + onchip.reason;
+    out.push_back(onchip);
+  }
   if (!want(Algo::C2R) && !want(Algo::R2C)) return out;
   Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
   const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);

@@ -25,7 +25,8 @@ enum class Algo : int {
   Tiled22,    // sequence 2.2: 100!, 010! (M x n tiles on chip)
   Padded,     // pad to a well-factored shape inside the storage's slack, tile, unpad (paper 000 sec. 6.2)
   Cut,        // cut the awkward rows/columns into scratch, tile the rest, re-insert (Karlsson, paper 004)
-  OnChip,     // GPU: the whole tensor fits in shared memory: one cooperative kernel, read all, grid barrier, write
+  OnChip,     // GPU: the whole tensor fits in shared memory: one cooperative kernel, read all, grid barrier, write.
+              // CPU: small matrices, runs of whole matrices copied into a worker's buffer and written back transposed
   kCount
 };
 
@@ -243,6 +244,23 @@ struct CpuCutLayout {
 };
 CpuCutLayout cpu_cut_layout(int64_t rows, int64_t cols, int64_t r, int64_t c, int64_t m, int64_t n, int64_t esize,
                             int64_t threads);
+
+// CPU in-cache path (plan OnChip on the CPU), for matrices of at most kCpuOnchipMaxElems elements and
+// kCpuOnchipMaxBytes bytes: a worker copies a run of per_chunk whole matrices (contiguous in the batch) into its
+// buffer, then writes them back transposed, the destination in order, through an index table that all workers
+// share (table[d]: where in the run destination element d comes from). One read and one write of each element
+// from memory, and no loop per matrix, which is what batches of tiny matrices need. Scratch: the table
+// (per_chunk * rows * cols int32 at table_off) and a buffer of chunk_elems elements per thread (at buffers_off).
+constexpr int64_t kCpuOnchipMaxElems = 4096, kCpuOnchipMaxBytes = 32 * 1024;
+constexpr int64_t kCpuOnchipChunkElems = 4096, kCpuOnchipChunkBytes = 16 * 1024;  // a run aims at the smaller
+constexpr int64_t kCpuOnchipFirstElems = 64, kCpuOnchipFirstBytes = 512;  // the planner's first choice up to these
+struct CpuOnchipLayout {
+  int64_t per_chunk = 1, chunk_elems = 0;
+  int64_t table_off = 0, buffers_off = 0, thread_bytes = 0;
+  int64_t total = 0;
+};
+bool cpu_onchip_fits(int64_t rows, int64_t cols, int64_t esize);
+CpuOnchipLayout cpu_onchip_layout(int64_t batch, int64_t rows, int64_t cols, int64_t esize, int64_t threads);
 
 }  // namespace plan
 }  // namespace torch_inplace

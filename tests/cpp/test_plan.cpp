@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "plan/tiled.h"
 #include "plan/transpose_plan.h"
@@ -91,10 +93,54 @@ TEST(CpuPlan, NoopForEmptyAndVectors) {
 
 TEST(CpuPlan, SquareNeedsNoScratch) {
   for (int64_t s : {2, 3, 17, 64, 65, 1000}) {
-    const Plan pl = make_plan(prob(3, s, s, 8), cpu());
+    // (A batch of small squares goes in cache: CpuPlan.OnChipForBatchesOfSmallMatrices.)
+    const Plan pl = make_plan(prob(s <= 8 ? 1 : 3, s, s, 8), cpu());
     EXPECT_EQ(pl.algo, Algo::Square) << s;
     EXPECT_EQ(pl.scratch_bytes, 0);
+    EXPECT_EQ(make_plan(prob(3, s, s, 8), cpu(), Algo::Square).scratch_bytes, 0);
   }
+}
+
+TEST(CpuPlan, OnChipForBatchesOfSmallMatrices) {
+  // First for batches of matrices of at most 64 elements and 512 B, whatever their shape.
+  for (auto [r, c, es] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {2, 2, 1}, {2, 2, 16}, {4, 4, 16}, {3, 5, 4}, {8, 8, 8}, {8, 8, 1}, {7, 2, 2}, {2, 32, 8}, {16, 4, 4}}) {
+    const Plan pl = make_plan(prob(1000, r, c, es), cpu(4));
+    ASSERT_EQ(pl.algo, Algo::OnChip) << r << "x" << c << " es " << es << ": " << pl.reason;
+    const CpuOnchipLayout l = cpu_onchip_layout(1000, r, c, es, 4);
+    EXPECT_EQ(pl.scratch_bytes, l.total);
+    EXPECT_EQ(pl.threads, 4);
+    // A run of whole matrices, as many as fit the smaller of 4096 elements and 16 KiB (at least one), and no
+    // more than the batch; the table (int32) first, then a 64-byte aligned buffer of a run per thread.
+    const int64_t run = std::min<int64_t>(kCpuOnchipChunkElems, kCpuOnchipChunkBytes / es);
+    EXPECT_EQ(l.per_chunk, std::max<int64_t>(1, std::min<int64_t>(1000, run / (r * c))));
+    EXPECT_EQ(l.chunk_elems, l.per_chunk * r * c);
+    EXPECT_EQ(l.buffers_off % 64, 0);
+    EXPECT_GE(l.buffers_off, l.chunk_elems * 4);
+    EXPECT_EQ(l.thread_bytes % 64, 0);
+    EXPECT_GE(l.thread_bytes, l.chunk_elems * es);
+    EXPECT_EQ(l.total, l.buffers_off + 4 * l.thread_bytes);
+    EXPECT_TRUE(contains(pl.reason, "runs of " + std::to_string(l.per_chunk) + " whole matrices")) << pl.reason;
+    EXPECT_EQ(cpu_onchip_layout(3, r, c, es, 4).per_chunk, std::min<int64_t>(3, l.per_chunk));
+  }
+  // Past 64 elements or 512 B a matrix, or a single matrix: the other plans first, onchip still forcible.
+  for (const Problem& p : {prob(1000, 9, 8, 1), prob(1000, 5, 7, 16), prob(1000, 33, 32, 2), prob(1, 3, 5, 4),
+                           prob(1, 4, 4, 4)}) {
+    const Plan pl = make_plan(p, cpu(4));
+    EXPECT_NE(pl.algo, Algo::OnChip) << p.rows << "x" << p.cols;
+    const Plan forced = make_plan(p, cpu(4), Algo::OnChip);
+    EXPECT_EQ(forced.algo, Algo::OnChip);
+    EXPECT_TRUE(contains(forced.reason, "forced or fallback")) << forced.reason;
+  }
+  // Beyond 4096 elements or 32 KiB a matrix it does not apply.
+  EXPECT_THROW(make_plan(prob(10, 65, 64, 1), cpu(4), Algo::OnChip), PlanError);  // 4160 elements
+  EXPECT_THROW(make_plan(prob(10, 64, 33, 16), cpu(4), Algo::OnChip), PlanError);  // 33792 B
+  EXPECT_EQ(make_plan(prob(10, 64, 32, 16), cpu(4), Algo::OnChip).algo, Algo::OnChip);  // 32 KiB exactly
+  EXPECT_EQ(make_plan(prob(10, 64, 64, 8), cpu(4), Algo::OnChip).algo, Algo::OnChip);
+  // Nor where its buffers exceed 1 MiB + 0.1% of a matrix (many threads): 32 KiB buffers on 64 threads.
+  EXPECT_THROW(make_plan(prob(10, 64, 64, 8), cpu(64), Algo::OnChip), PlanError);
+  EXPECT_NE(make_plan(prob(1000, 8, 8, 1), cpu(512)).algo, Algo::OnChip);  // 512 x 4 KiB buffers
+  EXPECT_EQ(make_plan(prob(1000, 8, 8, 1), cpu(64)).algo, Algo::OnChip);
 }
 
 TEST(CpuPlan, SkinnyForAShortSide) {

@@ -67,6 +67,11 @@ class CpuTranspose {
   CpuTranspose(const plan::Plan& plan, uint8_t* scratch)
       : plan_(plan), p_(plan.c2r), m_(plan.c2r.m), n_(plan.c2r.n), scratch_(scratch) {
     if (plan.algo == plan::Algo::Square || plan.algo == plan::Algo::Noop) return;
+    if (plan.algo == plan::Algo::OnChip) {
+      const plan::Problem& pr = plan.problem;
+      oc_ = plan::cpu_onchip_layout(pr.batch, pr.rows, pr.cols, sizeof(T), plan.threads);
+      return;
+    }
     if (plan.algo == plan::Algo::Tiled32) {
       const plan::Problem& pr = plan.problem;
       tl_ = plan::cpu_tiled_layout(pr.rows, pr.cols, plan.tile_m, plan.tile_n, sizeof(T), plan.threads);
@@ -108,6 +113,35 @@ class CpuTranspose {
       case plan::Algo::Cut: return cut(A);
       default: TORCH_CHECK(false, "transpose_: CPU engine got unsupported plan ", plan::algo_name(plan_.algo));
     }
+  }
+
+  // ---- small matrices in cache: the whole batch at once ----------------------------------------------------
+  // The batch goes in runs of per_chunk whole matrices (contiguous in memory): a worker copies a run into its
+  // buffer and writes it back transposed in destination order, each element through the shared index table.
+  void onchip(T* A) const {
+    const plan::Problem& pr = plan_.problem;
+    const int64_t m = pr.rows, n = pr.cols, mn = m * n, K = oc_.per_chunk, batch = pr.batch;
+    auto* table = reinterpret_cast<int32_t*>(scratch_ + oc_.table_off);
+    // Destination element (k, j, i) of the run, at k*mn + j*m + i, is source element (k, i, j), at k*mn + i*n + j.
+    for (int64_t k = 0, d = 0; k < K; ++k) {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < m; ++i) table[d++] = static_cast<int32_t>(k * mn + i * n + j);
+      }
+    }
+    const int64_t runs = (batch + K - 1) / K;
+    // Tasks of at least 32K elements: a tiny batch stays on the calling thread.
+    at::parallel_for(0, runs, std::max<int64_t>(1, (int64_t{1} << 15) / oc_.chunk_elems), [&](int64_t lo, int64_t hi) {
+      T* __restrict buf = reinterpret_cast<T*>(scratch_ + oc_.buffers_off + scratch_slot() * oc_.thread_bytes);
+      const int32_t* __restrict idx = table;
+      for (int64_t r = lo; r < hi; ++r) {
+        T* __restrict a = A + r * oc_.chunk_elems;
+        const int64_t e = std::min(K, batch - r * K) * mn;
+        std::memcpy(buf, a, e * sizeof(T));
+        // The buffer, the table and the run do not overlap: __restrict lets the compiler keep the loop's loads
+        // ahead of its stores (1.1-1.4x faster for 1- and 4-byte elements in a standalone loop).
+        for (int64_t d = 0; d < e; ++d) a[d] = buf[idx[d]];
+      }
+    });
   }
 
  private:
@@ -656,6 +690,7 @@ class CpuTranspose {
   plan::CpuSkinnyLayout sk_;
   plan::CpuTiledLayout tl_;
   plan::CpuCutLayout cut_;
+  plan::CpuOnchipLayout oc_;
   uint64_t* visited_ = nullptr;
   uint64_t* leaders_ = nullptr;
 };
@@ -664,6 +699,7 @@ template <typename T>
 void run_plan(const plan::Plan& plan, uint8_t* data, uint8_t* scratch) {
   const CpuTranspose<T> engine(plan, scratch);
   T* base = reinterpret_cast<T*>(data);
+  if (plan.algo == plan::Algo::OnChip) return engine.onchip(base);  // the whole batch in one pass
   const int64_t batch = plan.problem.batch, mn = plan.problem.rows * plan.problem.cols;
   if (batch > 1 && engine.batch_parallel_ok() &&
       (mn < (int64_t{1} << 16) || (engine.batch_parallel_any_size() && batch >= at::get_num_threads()))) {
