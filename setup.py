@@ -92,6 +92,15 @@ def extensions():
     cxx = opt + ["-std=c++17", "-fdiagnostics-color=always", "-DTORCH_INPLACE_PYTHON_MODULE",
                  "-DTORCH_INPLACE_BUILD_LIBRARY"] + hidden
     kwargs = dict(include_dirs=[os.path.join(ROOT, "csrc")])
+    # OpenMP, as ATen itself: ATen/Parallel.h runs at::parallel_for on torch's OpenMP threads only in code compiled
+    # with OpenMP (INTRA_OP_PARALLEL); elsewhere every parallel_for runs its whole range on the calling thread. The
+    # library links libgomp.so.1, the SONAME that torch loads first (its own copy), so both share one thread pool and
+    # torch.set_num_threads governs ours. (Apple's clang has no -fopenmp: serial there.)
+    if sys.platform == "win32":
+        cxx.append("/openmp")
+    elif sys.platform != "darwin":
+        cxx.append("-fopenmp")
+        kwargs["extra_link_args"] = ["-fopenmp"]
     if backend is None:
         return [CppExtension("torch_inplace._C", sources, extra_compile_args={"cxx": cxx}, **kwargs)]
     if backend == "cuda" and not torch.cuda.is_available():

@@ -99,6 +99,54 @@ def test_cpu_cut_forced_small():
     assert min(ran.values()) > 20, ran
 
 
+CPU_ALGORITHMS = ["square", "c2r", "r2c", "skinny", "tiled32", "cut", "onchip"]
+
+
+@pytest.mark.parametrize("threads", [3, 8])
+def test_cpu_every_algorithm_on_several_threads(threads):
+    """Every CPU plan, forced, on random shapes (single matrices and batches, every element size) with more threads
+    than the machine may have: each worker's scratch region, the shared bitmaps and the cycle leaders split across
+    tasks must give the same bytes as one thread (the kernels' at::parallel_for runs on torch's OpenMP threads)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        assert torch.get_num_threads() == threads
+        rng = random.Random(100 + threads)
+        g = torch.Generator().manual_seed(threads)
+        sizes = sorted(DTYPE_BY_SIZE)
+        ran = {a: 0 for a in CPU_ALGORITHMS}
+        for i in range(90):
+            es = sizes[i % len(sizes)]
+            kind = i % 3
+            if kind == 0:  # skinny-ish
+                m, n = rng.randint(2, 64), rng.randint(200, 20000)
+            elif kind == 1:  # general
+                m, n = rng.randint(65, 1500), rng.randint(65, 1500)
+            else:  # tiny
+                m, n = rng.randint(2, 12), rng.randint(2, 12)
+            if rng.random() < 0.5:
+                m, n = n, m
+            if i % 9 == 4:
+                n = m  # squares
+            batch = rng.choice([1, 1, 2, 5, 64]) if m * n < 50000 else 1
+            shape = (batch, m, n) if batch > 1 else (m, n)
+            if m * n * batch * es > (8 << 20):
+                continue
+            dtype = DTYPE_BY_SIZE[es]
+            x = rand(shape, dtype, "cpu", g)
+            for algo in CPU_ALGORITHMS:
+                try:
+                    torch_inplace.plan(shape, dtype, "cpu", algorithm=algo)
+                except RuntimeError as e:
+                    assert "cannot" in str(e)
+                    continue
+                check_inplace(x.clone(), algorithm=algo)
+                ran[algo] += 1
+        assert min(ran.values()) >= 5, ran
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_cpu_onchip_forced_random_batches(threads):
     """The CPU in-cache path (plan 'onchip': runs of whole matrices through a thread's buffer and a shared index
