@@ -290,11 +290,11 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   const int64_t lo = std::min(p.rows, p.cols), hi = std::max(p.rows, p.cols);
   auto want = [&](Algo a) { return forced == Algo::Auto || forced == a; };
   // The in-cache path goes first for batches of matrices of at most 64 elements and 512 B (2 x 2 .. 8 x 8, 16 x 4,
-  // 2 x 32): there it ran 1.1-17x faster than the square and skinny plans, whose loops per matrix (or tiles of
-  // 32 x 32 on a 2 x 2 matrix) cost more than the moves. On larger matrices the skinny plan's long moves won for 1- and
-  // 2-byte elements and the plans traded places for the others (benchmarks/cpu_onchip_rule.py,
-  // benchmarks/results/cpu-2t/cpu_onchip_rule.log). Elsewhere it is a forced plan, or a fallback under a workspace
-  // limit.
+  // 2 x 32): there it ran 1.3-16x faster than the best of the square and skinny plans (median 3.7x, 2 threads),
+  // whose loops per matrix (or tiles of 32 x 32 on a 2 x 2 matrix) cost more than the moves. On larger matrices the
+  // plans traded places (median 1.0x; the skinny plan's long moves up to 2.7x faster)
+  // (benchmarks/cpu_onchip_rule.py, benchmarks/results/cpu-2t/cpu_onchip_rule.log). Elsewhere it is a forced plan,
+  // or a fallback under a workspace limit.
   Plan onchip;
   const bool has_onchip = want(Algo::OnChip) && lo >= 2 && cpu_onchip(p, caps, &onchip);
   const bool onchip_first = p.batch >= 2 && p.rows * p.cols <= kCpuOnchipFirstElems &&
