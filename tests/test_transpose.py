@@ -208,11 +208,23 @@ def test_cpu_onchip_auto_for_batches_of_tiny_matrices(esize):
 @pytest.mark.parametrize("shape", [(3001, 2003), (2003, 3001), (1031, 300), (300, 1031), (3, 257, 509),
                                    (4001, 96), (96, 4001)])
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
-def test_cpu_cut_auto(shape, esize):
+@pytest.mark.parametrize("threads", [2, 16])
+def test_cpu_cut_auto(shape, esize, threads):
+    """Factor-poor shapes take the cut plan (or tiled where a prime side is short enough to be a block side); from 16
+    threads on, Catanzaro's plans go first for 2-byte and larger elements (the cut's memmoves run on one thread)."""
     dtype = DTYPE_BY_SIZE[esize]
-    p = torch_inplace.plan(shape, dtype, "cpu")
-    assert p.algorithm in ("cut", "tiled32"), p  # (a prime side short enough to be a block side needs no cut)
-    check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        p = torch_inplace.plan(shape, dtype, "cpu")
+        cut = torch_inplace.plan(shape, dtype, "cpu", algorithm="cut") if p.algorithm != "tiled32" else None
+        if threads >= 16 and esize >= 2 and cut is not None:
+            assert p.algorithm in ("c2r", "r2c") and "ahead of the cut plan" in p.explanation, p
+        else:
+            assert p.algorithm in ("cut", "tiled32"), p
+        check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))

@@ -309,19 +309,40 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   Plan tiled;
   if (want(Algo::Tiled32) && p.rows != p.cols && lo >= 2 && cpu_tiled(p, caps, &tiled)) out.push_back(tiled);
   Plan cut;
-  if (want(Algo::Cut) && p.rows != p.cols && lo >= 2 && cpu_cut(p, caps, &cut)) out.push_back(cut);
+  const bool has_cut = want(Algo::Cut) && p.rows != p.cols && lo >= 2 && cpu_cut(p, caps, &cut);
+  // The cut's compaction and spreading are ordered memmoves on one thread, while every step of Catanzaro's runs
+  // across the threads. With 16 threads that made the cut 1.2-2.6x slower than Catanzaro's faster direction on all
+  // 11 random shapes of 2- and 4-byte elements (1.4x median), and the bench's float32 / float64 ones 1.7-3x; with 8
+  // threads they were even (0.73-1.26x), and 1-byte elements kept the cut ahead with 16 threads (0.49-0.92x)
+  // (benchmarks/cpu_cut_rule.py, benchmarks/results/cpu-16t/cpu_cut_rule.log). So from 16 threads on, Catanzaro goes
+  // first there and the cut follows it.
+  const bool cut_after = has_cut && caps.num_threads >= kCpuCutSecondThreads && p.esize >= 2;
+  if (has_cut && !cut_after) out.push_back(cut);
+  int64_t first_catanzaro = -1;  // where the Catanzaro plans start in `out` (set below, where they are wanted)
+  auto finish = [&]() {
+    if (cut_after) {
+      if (first_catanzaro >= 0 && first_catanzaro < static_cast<int64_t>(out.size())) {
+        out[first_catanzaro].reason += "; ahead of the cut plan with " + std::to_string(caps.num_threads) +
+                                       " threads (its compaction and spreading run on one thread)";
+      }
+      cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
+      out.push_back(cut);
+    }
+    return out;
+  };
   // Catanzaro's direction. C2R gathers whole rows of `cols` elements in its row shuffle, one buffer per thread. On a
   // wide matrix that puts the long side in the row shuffle, which ran 1.2x faster than R2C (median over 70 random
-  // wide shapes; 1.05-1.96x by aspect ratio, with 1 and 2 threads: benchmarks/cpu_catanzaro_direction.py,
+  // wide shapes; 1.05-1.96x by aspect ratio, on one thread (before the build had OpenMP): benchmarks/cpu_catanzaro_direction.py,
   // benchmarks/results/cpu-2t/cpu_catanzaro_direction.log), so it comes first where those buffers fit the cut
   // path's budget (1 MiB + 0.1% of the tensor); elsewhere R2C on the cols x rows view keeps the buffers to the short
   // side. Tall matrices keep C2R (its row shuffle on the short side): R2C there had no consistent edge (median
-  // 1.01-1.07x slower with 2 threads, 0.70-0.89x with 1).
+  // 0.70-1.07x as fast).
   if (has_onchip && !onchip_first) {
     onchip.reason = "forced or fallback: " + onchip.reason;
     out.push_back(onchip);
   }
-  if (!want(Algo::C2R) && !want(Algo::R2C)) return out;
+  if (!want(Algo::C2R) && !want(Algo::R2C)) return finish();
+  first_catanzaro = static_cast<int64_t>(out.size());
   Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
   const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);
   if (tall) {
@@ -347,7 +368,7 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
       out.push_back(c2r);
     }
   }
-  return out;
+  return finish();
 }
 
 Plan make_plan(const Problem& p, const DeviceCaps& caps, Algo forced, int64_t workspace_limit) {
