@@ -318,16 +318,17 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // first there and the cut follows it.
   const bool cut_after = has_cut && caps.num_threads >= kCpuCutSecondThreads && p.esize >= 2;
   if (has_cut && !cut_after) out.push_back(cut);
-  int64_t first_catanzaro = -1;  // where the Catanzaro plans start in `out` (set below, where they are wanted)
+  // Every return below goes through finish(), which appends the cut behind Catanzaro's plans where it goes second.
   auto finish = [&]() {
-    if (cut_after) {
-      if (first_catanzaro >= 0 && first_catanzaro < static_cast<int64_t>(out.size())) {
-        out[first_catanzaro].reason += "; ahead of the cut plan with " + std::to_string(caps.num_threads) +
-                                       " threads (its compaction and spreading run on one thread)";
-      }
-      cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
-      out.push_back(cut);
+    if (!cut_after) return out;
+    const auto first = std::find_if(out.begin(), out.end(),
+                                    [](const Plan& c) { return c.algo == Algo::C2R || c.algo == Algo::R2C; });
+    if (first != out.end()) {
+      first->reason += "; ahead of the cut plan with " + std::to_string(caps.num_threads) +
+                       " threads (its compaction and spreading run on one thread)";
     }
+    cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
+    out.push_back(cut);
     return out;
   };
   // Catanzaro's direction. C2R gathers whole rows of `cols` elements in its row shuffle, one buffer per thread. On a
@@ -342,7 +343,6 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(onchip);
   }
   if (!want(Algo::C2R) && !want(Algo::R2C)) return finish();
-  first_catanzaro = static_cast<int64_t>(out.size());
   Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
   const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);
   if (tall) {
