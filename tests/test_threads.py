@@ -50,3 +50,31 @@ def test_ops_from_several_threads(device):
         assert sum(f.result() for f in futures) == 400
     stats = torch_inplace.workspace_stats()
     assert stats.calls > 0 and stats.peak_bytes >= stats.last_bytes >= 0
+
+
+def _forked_child(q):
+    torch.set_num_threads(1)  # as DataLoader workers run: GNU libgomp cannot start a team in a forked child
+    x = torch.randn(3001, 2003)
+    want = x.mT.contiguous()
+    torch_inplace.transpose_(x)
+    A = well_conditioned((64,), 5, torch.float64, "cpu", seed=1)
+    q.put(bool(torch.equal(x, want)) and bool(torch.allclose(TL.batched_inverse(A), torch.linalg.inv(A))))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_forked_child_on_one_thread():
+    """A process forked after the ops ran on several threads (a DataLoader worker, whose threads torch sets to one)
+    runs them too. (With more threads it hangs in its first parallel region, as torch's own CPU ops do: GNU libgomp.)"""
+    import multiprocessing as mp
+
+    x = torch.randn(3001, 2003)
+    torch_inplace.transpose_(x)  # the parent's OpenMP team exists now
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_forked_child, args=(q,))
+    p.start()
+    p.join(60)
+    if p.exitcode is None:
+        p.kill()
+    assert p.exitcode == 0
+    assert q.get(timeout=5)
