@@ -1,3 +1,4 @@
+import contextlib
 import os
 import sys
 
@@ -15,6 +16,17 @@ def _fresh_plan_cache():
     must not leave its plans to the next one."""
     yield
     torch.ops.inplace._clear_plan_cache()
+
+@contextlib.contextmanager
+def num_threads(n):
+    """torch's intra-op threads (the CPU kernels' at::parallel_for) set to n for the block, restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
 
 # One dtype per element size (bytes moved), plus the special ones the issue names.
 DTYPE_BY_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}

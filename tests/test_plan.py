@@ -3,17 +3,15 @@ import pytest
 import torch
 
 import torch_inplace
-from conftest import devices, rand, ref_transpose
+from conftest import devices, num_threads, rand, ref_transpose
 
 
 @pytest.fixture
 def two_threads():
     """The CPU planner's choices depend on the thread count (from 16 threads on, Catanzaro goes ahead of the cut):
     these expectations are those of 2 threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+    with num_threads(2):
+        yield
 
 
 def test_plan_picks_by_shape(two_threads):

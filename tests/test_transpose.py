@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import torch_inplace
-from conftest import ALL_DTYPES, DTYPE_BY_SIZE, devices, rand, ref_transpose
+from conftest import ALL_DTYPES, DTYPE_BY_SIZE, devices, num_threads, rand, ref_transpose
 
 OPS = {
     "transpose_": torch.ops.inplace.transpose_,
@@ -107,9 +107,7 @@ def test_cpu_every_algorithm_on_several_threads(threads):
     """Every CPU plan, forced, on random shapes (single matrices and batches, every element size) with more threads
     than the machine may have: each worker's scratch region, the shared bitmaps and the cycle leaders split across
     tasks must give the same bytes as one thread (the kernels' at::parallel_for runs on torch's OpenMP threads)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         assert torch.get_num_threads() == threads
         rng = random.Random(100 + threads)
         g = torch.Generator().manual_seed(threads)
@@ -143,8 +141,6 @@ def test_cpu_every_algorithm_on_several_threads(threads):
                 check_inplace(x.clone(), algorithm=algo)
                 ran[algo] += 1
         assert min(ran.values()) >= 5, ran
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -153,9 +149,7 @@ def test_cpu_onchip_forced_random_batches(threads):
     table) forced on random batches of every element size: matrices from 2 x 2 to its limits (4096 elements,
     32 KiB), batches of one matrix, of one run, one more or one less than a run, and of many runs (a short last
     run), with 1-3 threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         rng = random.Random(threads)
         g = torch.Generator().manual_seed(threads)
         sizes = sorted(DTYPE_BY_SIZE)
@@ -183,8 +177,6 @@ def test_cpu_onchip_forced_random_batches(threads):
                 torch.ops.inplace.transpose_(x, algorithm="onchip")
             assert torch.equal(x, keep) and x.shape == keep.shape
         assert ran == 60
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
@@ -213,9 +205,7 @@ def test_cpu_cut_auto(shape, esize, threads):
     """Factor-poor shapes take the cut plan (or tiled where a prime side is short enough to be a block side); from 16
     threads on, Catanzaro's plans go first for 2-byte and larger elements (the cut's memmoves run on one thread)."""
     dtype = DTYPE_BY_SIZE[esize]
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         p = torch_inplace.plan(shape, dtype, "cpu")
         cut = torch_inplace.plan(shape, dtype, "cpu", algorithm="cut") if p.algorithm != "tiled32" else None
         if threads >= 16 and esize >= 2 and cut is not None:
@@ -223,8 +213,6 @@ def test_cpu_cut_auto(shape, esize, threads):
         else:
             assert p.algorithm in ("cut", "tiled32"), p
         check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
@@ -235,14 +223,10 @@ def test_cpu_tiled_auto(shape, esize, threads):
     """Shapes whose sides both have a divisor of a good block size take the tiled path on the CPU (batches a matrix
     per task when there are as many matrices as threads, else each matrix across the threads)."""
     dtype = DTYPE_BY_SIZE[esize]
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         p = torch_inplace.plan(shape, dtype, "cpu")
         assert p.algorithm == "tiled32" and "Karlsson" in p.explanation, p
         check_inplace(rand(shape, dtype, "cpu", torch.Generator().manual_seed(esize)))
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("algorithm", ["tiled32", "c2r", "r2c"])
@@ -250,15 +234,11 @@ def test_cpu_tiled_auto(shape, esize, threads):
 def test_cpu_batches_a_matrix_per_task(algorithm, threads):
     """Batches of at least as many matrices as threads run a matrix per task, each in its own worker's scratch
     region (ATen reports thread 0 inside nested loops, so the engine must not look its region up there)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         g = torch.Generator().manual_seed(threads)
         for shape in [(24, 256, 192), (40, 100, 300), (8, 512, 384)]:
             for _ in range(3):
                 check_inplace(rand(shape, torch.float32, "cpu", g), algorithm=algorithm)
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("device", devices())
