@@ -1,6 +1,6 @@
-"""Whether the CPU planner should take the cut plan (Karlsson's cut around the three stages; its row compaction and
-spreading are ordered memmoves on one thread) or Catanzaro's decomposition (every step across the threads) on
-factor-poor shapes, by thread count: both forced, on random shapes that the cut plan takes.
+"""Whether the CPU planner should take the cut plan (Karlsson's cut around the three stages, with its rows compacted
+before them and spread after them) or Catanzaro's decomposition on factor-poor shapes, by thread count: both forced,
+on random shapes that the cut plan takes.
 
 Shapes: sides uniform in [1000, 8000) (BENCHMARKS.md's general workload, smaller), element sizes 1, 2, 4, 8, 16
 bytes, kept where the cut plan applies (a side without a block-sized divisor). Per thread count, each plan (cut, c2r,

@@ -197,13 +197,43 @@ def test_cpu_onchip_auto_for_batches_of_tiny_matrices(esize):
     assert torch_inplace.plan((10, 5, 13), dtype, "cpu").algorithm == "skinny"  # 65 elements
 
 
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_cpu_row_moves_on_several_threads(threads):
+    """The cut plan's row compaction and spreading, and the skinny plan's moves of its remainder, run across the
+    threads from 1 MiB moved on (move_rows in csrc/ops/cpu/transpose_kernel.cpp): in waves over the destination that
+    copy straight across where the rows have moved far enough, through a buffer where not, with gaps between the
+    spread rows. Forced on random shapes of 1-12 MB (every element size, both directions), against x.mT; a wave one
+    element too long fails here."""
+    with num_threads(threads):
+        rng = random.Random(200 + threads)
+        g = torch.Generator().manual_seed(threads)
+        ran = {"cut": 0, "skinny": 0}
+        while min(ran.values()) < 8:
+            es = rng.choice(sorted(DTYPE_BY_SIZE))
+            if ran["cut"] <= ran["skinny"]:
+                algo, m, n = "cut", rng.randint(300, 3000), rng.randint(300, 3000)
+            else:
+                algo, m, n = "skinny", rng.randint(2, 64), rng.randint(20000, 400000)
+            if rng.random() < 0.5:
+                m, n = n, m
+            if not (1 << 20) <= m * n * es <= (12 << 20):
+                continue
+            try:
+                torch_inplace.plan((m, n), DTYPE_BY_SIZE[es], "cpu", algorithm=algo)
+            except RuntimeError as e:
+                assert "cannot" in str(e)
+                continue
+            check_inplace(rand((m, n), DTYPE_BY_SIZE[es], "cpu", g), algorithm=algo)
+            ran[algo] += 1
+
+
 @pytest.mark.parametrize("shape", [(3001, 2003), (2003, 3001), (1031, 300), (300, 1031), (3, 257, 509),
                                    (4001, 96), (96, 4001)])
 @pytest.mark.parametrize("esize", sorted(DTYPE_BY_SIZE))
 @pytest.mark.parametrize("threads", [2, 16])
 def test_cpu_cut_auto(shape, esize, threads):
     """Factor-poor shapes take the cut plan (or tiled where a prime side is short enough to be a block side); from 16
-    threads on, Catanzaro's plans go first for 2-byte and larger elements (the cut's memmoves run on one thread)."""
+    threads on, Catanzaro's plans go first for 2-byte and larger elements (measured faster there)."""
     dtype = DTYPE_BY_SIZE[esize]
     with num_threads(threads):
         p = torch_inplace.plan(shape, dtype, "cpu")

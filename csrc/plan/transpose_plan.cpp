@@ -325,7 +325,7 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
                                     [](const Plan& c) { return c.algo == Algo::C2R || c.algo == Algo::R2C; });
     if (first != out.end()) {
       first->reason += "; ahead of the cut plan with " + std::to_string(caps.num_threads) +
-                       " threads (its compaction and spreading run on one thread)";
+                       " threads (where it measured faster than the cut)";
     }
     cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
     out.push_back(cut);

@@ -234,7 +234,8 @@ CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n
 // block-sized divisor. The last c columns (plan.cut_cols) are saved and every row compacted to cols - c elements;
 // the last r rows (plan.cut_rows) of that are saved; the (rows - r) x (cols - c) matrix goes through the tiled path;
 // its transpose's rows are spread to length rows and the saved rows fill their tails; the saved columns become the
-// last c rows. Two more passes than the tiled path (one where only one side is cut), single-threaded memmoves.
+// last c rows. Two more passes than the tiled path (one where only one side is cut): row moves in waves across the
+// threads (move_rows in csrc/ops/cpu/transpose_kernel.cpp).
 // Scratch: the tiled layout of the inner matrix, then rows x c and r x (cols - c) elements (offsets cols_off,
 // rows_off); the planner keeps the saved part within 1 MiB plus 0.1% of the tensor.
 constexpr int64_t kCpuMaxCut = 64;

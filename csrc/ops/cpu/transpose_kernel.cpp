@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -57,6 +59,11 @@ class BatchSlot {
  private:
   int old_;
 };
+
+// move_rows: moves under kParallelMoveBytes, or with a buffer under kMoveBufferBytes, stay on one thread; a
+// thread's share of a wave is at least kMoveGrainBytes.
+constexpr int64_t kParallelMoveBytes = int64_t{1} << 20, kMoveBufferBytes = int64_t{16} << 10;
+constexpr int64_t kMoveGrainBytes = int64_t{16} << 10;
 
 inline bool bit_get(const uint64_t* w, int64_t i) { return (w[i >> 6] >> (i & 63)) & 1u; }
 inline void bit_set(uint64_t* w, int64_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
@@ -355,8 +362,8 @@ class CpuTranspose {
       super_transpose(A, Mp, F, k);
       if (r == 0) return;
       std::memcpy(rem, A + body * F, r * F * sizeof(T));
-      for (int64_t j = F - 1; j >= 0; --j) {
-        std::memmove(A + j * N, A + j * body, body * sizeof(T));  // descending j: never over an unmoved row
+      move_rows(A, F, body, body, N, skinny_bufs());  // row j from j * body to j * N
+      for (int64_t j = 0; j < F; ++j) {  // the tails: r * F elements, less than a tile
         T* tail = A + j * N + body;
         for (int64_t i = 0; i < r; ++i) tail[i] = rem[i * F + j];
       }
@@ -366,7 +373,7 @@ class CpuTranspose {
           const T* tail = A + j * N + body;
           for (int64_t i = 0; i < r; ++i) rem[i * F + j] = tail[i];
         }
-        for (int64_t j = 1; j < F; ++j) std::memmove(A + j * body, A + j * N, body * sizeof(T));
+        move_rows(A, F, body, N, body, skinny_bufs());  // row j from j * N to j * body
       }
       super_transpose(A, F, Mp, k);
       tile_transposes(A, Mp, F, k);
@@ -428,6 +435,12 @@ class CpuTranspose {
     });
   }
 
+  // The threads' buffers as one region (free outside the tile and cycle steps).
+  std::pair<T*, int64_t> skinny_bufs() const {
+    return {reinterpret_cast<T*>(scratch_ + sk_.threads_off),
+            (sk_.remainder_off - sk_.threads_off) / static_cast<int64_t>(sizeof(T))};
+  }
+
   T* skinny_thread_buf() const {
     const int64_t stride = (sk_.thread_elems * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
     return reinterpret_cast<T*>(scratch_ + sk_.threads_off + scratch_slot() * stride);
@@ -476,14 +489,12 @@ class CpuTranspose {
       at::parallel_for(0, rows, 1024, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) std::memcpy(saved_cols + i * c, A + i * cols + C, c * sizeof(T));
       });
-      // Row i moves down to i * C: ascending, each destination ends before the next unmoved row starts.
-      for (int64_t i = 1; i < rows; ++i) std::memmove(A + i * C, A + i * cols, C * sizeof(T));
+      move_rows(A, rows, C, cols, C, tiled_bufs());  // row i down to i * C
     }
     if (r > 0) std::memcpy(saved_rows, A + R * C, r * C * sizeof(T));
     tiled(A);  // R x C -> C x R
     if (r > 0) {
-      // Row j of the C x R result moves up to j * rows: descending, each destination starts past the unmoved rows.
-      for (int64_t j = C - 1; j >= 1; --j) std::memmove(A + j * rows, A + j * R, R * sizeof(T));
+      move_rows(A, C, R, R, rows, tiled_bufs());  // row j of the C x R result up to j * rows
       at::parallel_for(0, C, 1024, [&](int64_t lo, int64_t hi) {
         for (int64_t j = lo; j < hi; ++j) {
           for (int64_t t = 0; t < r; ++t) A[j * rows + R + t] = saved_rows[t * C + j];
@@ -498,6 +509,131 @@ class CpuTranspose {
           for (int64_t i = 0; i < rows; ++i) out[i] = saved_cols[i * c + t];
         }
       });
+    }
+  }
+
+  // The tiled path's scratch as one buffer (free before and after the three stages).
+  std::pair<T*, int64_t> tiled_bufs() const {
+    return {reinterpret_cast<T*>(scratch_), tl_.total / static_cast<int64_t>(sizeof(T))};
+  }
+
+  // Rows i = 1 .. count - 1 of len elements move from A + i * ss to A + i * ds (row 0 stays; ss, ds >= len), as
+  // memmoves in order would do it: ascending where ds < ss (compaction), descending where ds > ss (spreading).
+  //
+  // On several threads the destination is swept in waves, in that order, each split into one chunk per thread. A
+  // thread moves its chunk's rows in the serial order; its sources lie in its own chunk, outside the wave, or in the
+  // chunks that other threads write (the next ones when compacting, the previous ones when spreading). That last
+  // part, the halo, is copied to the buffer by all threads before any thread writes. Row i moves by i * |ss - ds|
+  // elements, so a halo is about that long: a wave is as long as its halos fit the buffer (one wave for the skinny
+  // path's remainder and most cuts), and where the rows have moved further than a wave is long, it has no halo.
+  void move_rows(T* A, int64_t count, int64_t len, int64_t ss, int64_t ds, std::pair<T*, int64_t> buffer) const {
+    if (count <= 1 || len == 0 || ss == ds) return;
+    T* const buf = buffer.first;
+    const int64_t buf_elems = buffer.second, es = sizeof(T);
+    const bool compact = ds < ss;
+    const int64_t K = at::get_num_threads();
+    if (K == 1 || at::in_parallel_region() || (count - 1) * len * es < kParallelMoveBytes ||
+        buf_elems * es < kMoveBufferBytes) {
+      if (compact) {
+        for (int64_t i = 1; i < count; ++i) std::memmove(A + i * ds, A + i * ss, len * es);
+      } else {
+        for (int64_t i = count - 1; i >= 1; --i) std::memmove(A + i * ds, A + i * ss, len * es);
+      }
+      return;
+    }
+    auto src = [&](int64_t d) { return d + (d / ds) * (ss - ds); };  // d within a row's destination
+    // The first and last destination element in [c0, c1) (the rows' destinations may have gaps between them).
+    auto first_in = [&](int64_t c0) { return c0 - (c0 / ds) * ds >= len ? (c0 / ds + 1) * ds : c0; };
+    auto last_in = [&](int64_t c1) {
+      const int64_t p = c1 - 1, i = p / ds;
+      return p - i * ds >= len ? i * ds + len - 1 : p;
+    };
+    struct Chunk {
+      int64_t c0, c1, h0, h1, off;  // destination [c0, c1); halo [h0, h1) at buf + off
+    };
+    std::vector<Chunk> chunks(K);
+    // Chunks and halos of the wave [a, b); false where the halos exceed the buffer.
+    auto plan_wave = [&](int64_t a, int64_t b) {
+      int64_t off = 0;
+      for (int64_t t = 0; t < K; ++t) {
+        Chunk& ch = chunks[t];
+        ch.c0 = a + (b - a) * t / K, ch.c1 = a + (b - a) * (t + 1) / K, ch.h0 = ch.h1 = 0, ch.off = off;
+        if (ch.c0 == ch.c1) continue;
+        const int64_t f = first_in(ch.c0), l = last_in(ch.c1);
+        if (f > l) continue;
+        const int64_t s0 = src(f), s1 = src(l) + 1;
+        ch.h0 = compact ? std::max(ch.c1, s0) : std::max(a, s0);
+        ch.h1 = compact ? std::min(b, s1) : std::min(ch.c0, s1);
+        if (ch.h1 <= ch.h0) ch.h0 = ch.h1 = 0;
+        off += ch.h1 - ch.h0;
+      }
+      return off <= buf_elems;
+    };
+    // One chunk's rows in the serial order, each row's part [d0, d1) split by where its sources are.
+    auto move_chunk = [&](int64_t a, int64_t b, const Chunk& ch) {
+      if (ch.c0 == ch.c1) return;
+      const T* halo = buf + ch.off;
+      auto piece = [&](int64_t d0, int64_t d1) {
+        const int64_t s0 = src(d0), e = d1 - d0;
+        auto part = [&](int64_t lo, int64_t hi, const T* from, bool overlap) {  // sources [lo, hi)
+          lo = std::max(lo, s0), hi = std::min(hi, s0 + e);
+          if (lo >= hi) return;
+          T* to = A + d0 + (lo - s0);
+          if (overlap) {
+            std::memmove(to, from, (hi - lo) * es);
+          } else {
+            std::memcpy(to, from, (hi - lo) * es);
+          }
+        };
+        auto at_ = [&](int64_t lo) { return A + std::max(lo, s0); };
+        auto in_halo = [&](int64_t lo) { return halo + (std::max(lo, s0) - ch.h0); };
+        const int64_t inf = std::numeric_limits<int64_t>::max();
+        if (compact) {  // own chunk, then the halo, then past the wave
+          part(0, ch.c1, at_(0), true);
+          part(ch.c1, b, in_halo(ch.c1), false);
+          part(b, inf, at_(b), false);
+        } else {  // own chunk, then the halo, then before the wave
+          part(ch.c0, inf, at_(ch.c0), true);
+          part(a, ch.c0, in_halo(a), false);
+          part(0, a, at_(0), false);
+        }
+      };
+      const int64_t r0 = ch.c0 / ds, r1 = (ch.c1 - 1) / ds;
+      for (int64_t k = 0; k <= r1 - r0; ++k) {
+        const int64_t i = compact ? r0 + k : r1 - k;
+        const int64_t d0 = std::max(ch.c0, i * ds), d1 = std::min(ch.c1, i * ds + len);
+        if (d0 < d1) piece(d0, d1);
+      }
+    };
+    const int64_t first = ds, end = (count - 1) * ds + len;  // row 1 onwards
+    for (int64_t done = 0; done < end - first;) {
+      // The longest wave whose halos fit (one element always does: a single chunk has none).
+      const int64_t left = end - first - done;
+      int64_t lo = 1, hi = left;
+      auto bounds = [&](int64_t L) {
+        return compact ? std::make_pair(first + done, first + done + L) : std::make_pair(end - done - L, end - done);
+      };
+      while (lo < hi) {
+        const int64_t mid = hi - (hi - lo) / 2;
+        const auto ab = bounds(mid);
+        if (plan_wave(ab.first, ab.second)) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      const auto [a, b] = bounds(lo);
+      plan_wave(a, b);
+      at::parallel_for(0, K, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const Chunk& ch = chunks[t];
+          if (ch.h1 > ch.h0) std::memcpy(buf + ch.off, A + ch.h0, (ch.h1 - ch.h0) * es);
+        }
+      });
+      at::parallel_for(0, K, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) move_chunk(a, b, chunks[t]);
+      });
+      done += lo;
     }
   }
 

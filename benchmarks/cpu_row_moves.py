@@ -1,0 +1,78 @@
+"""The CPU plans whose row moves (move_rows in csrc/ops/cpu/transpose_kernel.cpp) dominate: the cut plan (rows
+compacted before the three stages, spread after them) and the skinny plan with remainder rows (AoS <-> SoA), forced,
+with `y.copy_(x.mT)` into a preallocated `y` in the same run. For A/B runs of two builds: run it under each build's
+PYTHONPATH with `--json`, then `--compare old.json new.json`.
+
+Shapes (`--seed`): cut shapes with sides uniform in [1000, 8000) (those the cut plan takes, as in cpu_cut_rule.py) and
+skinny shapes of 1e5-3e6 rows and 2-32 fields, both directions; element sizes 1, 2, 4, 8 (and 16 for the cut),
+tensors up to 96 MB. Every result is checked against x.mT.contiguous().
+
+    python benchmarks/cpu_row_moves.py --threads 16 --json new.json
+    python benchmarks/cpu_row_moves.py --compare old.json new.json
+"""
+import argparse
+import json
+import random
+import statistics
+
+import torch
+
+from cpu_cut_rule import cut_shapes
+from cpu_onchip_rule import DTYPES, time_shape
+
+
+def shapes(seed, cuts, skinnies):
+    rng = random.Random(seed)
+    out = [(s, es, "cut") for s, es in cut_shapes(rng, cuts)]
+    while len(out) < cuts + skinnies:
+        es = rng.choice([1, 2, 4, 8])
+        n_rows, fields = rng.randrange(100_000, 3_000_000), rng.randrange(2, 33)
+        if n_rows * fields * es > (96 << 20):
+            continue
+        out.append(((n_rows, fields) if len(out) % 2 == 0 else (fields, n_rows), es, "skinny"))
+    return out
+
+
+def compare(old_path, new_path):
+    old, new = json.load(open(old_path)), json.load(open(new_path))
+    print(f"{old_path} -> {new_path}: threads {old['threads']} / {new['threads']}")
+    ratios = {}
+    for key, (t_old, copy_old) in old["times"].items():
+        t_new, copy_new = new["times"][key]
+        ratios.setdefault(key.split()[-1], []).append(t_old / t_new)
+        print(f"{key:32s} {t_old * 1e3:8.2f} -> {t_new * 1e3:8.2f} ms  {t_old / t_new:5.2f}x faster  "
+              f"copy {copy_old * 1e3:7.2f} / {copy_new * 1e3:7.2f} ms  vs copy {copy_new / t_new:5.2f}x")
+    for algo, r in ratios.items():
+        print(f"{algo}: median {statistics.median(r):.2f}x faster ({min(r):.2f}-{max(r):.2f}x, {len(r)} shapes)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--cuts", type=int, default=12)
+    ap.add_argument("--skinnies", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json")
+    ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))
+    args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    torch.set_num_threads(args.threads)
+    times = {}
+    print(f"threads {args.threads}, seed {args.seed}, torch {torch.__version__}")
+    for shape, es, algo in shapes(args.seed, args.cuts, args.skinnies):
+        x = torch.empty(shape, dtype=DTYPES[es])
+        x.view(torch.uint8).random_()
+        t = time_shape(x, [algo], args.reps)
+        key = f"{shape} {es} B {algo}"
+        times[key] = (t[algo], t["copy"])
+        print(f"{key:32s} {t[algo] * 1e3:8.2f} ms  copy {t['copy'] * 1e3:8.2f} ms  vs copy {t['copy'] / t[algo]:5.2f}x",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": args.threads, "seed": args.seed, "times": times}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
