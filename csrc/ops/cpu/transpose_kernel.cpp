@@ -756,36 +756,89 @@ class CpuTranspose {
     scalar(mv, m, 0, nv);
   }
 
-  // The (Mp, Np) grid of m x n blocks -> the (Np, Mp) grid of n x m blocks, each block transposed: cycles of the
-  // grid transposition (leaders found on the calling thread) run in parallel, each block moved through the thread's
-  // block buffer once per cycle and written transposed.
+  // The (Mp, Np) grid of m x n blocks -> the (Np, Mp) grid of n x m blocks, each block transposed. Position p of
+  // the grid receives block src(p), so a cycle p_0 -> p_1 = src(p_0) -> ... is followed with the first block saved
+  // (leaders found on the calling thread). The grid's cycles are few and uneven (4096 x 3072 fp32: 768 blocks in 6
+  // cycles, the longest of 348), so on several threads a long cycle is cut into segments, each as long as the grid
+  // over the threads: every segment's first block is saved (in a thread region's block buffer) before any segment
+  // runs, and a segment's last step reads the next segment's saved block. Cycles are taken in rounds whose segments
+  // fit the regions. Where every cycle is that short already, or nested in a batch task, whole cycles run in
+  // parallel through the thread's own buffer.
   void block_transpose(T* A, int64_t Mp, int64_t Np, int64_t m, int64_t n) const {
     const int64_t L = Mp * Np, B = m * n, words = (L + 63) / 64;
     const TiledScratch own = tiled_scratch();
     std::memset(own.visited, 0, words * 8);
     std::memset(own.leaders, 0, words * 8);
     auto src = [&](int64_t q) { return (q % Mp) * Np + q / Mp; };
-    int64_t cycles = 0;
+    std::vector<std::pair<int64_t, int64_t>> cycles;  // (leader, length)
     for (int64_t s = 0; s < L; ++s) {  // every cycle, fixed points included: their blocks change shape
       if (bit_get(own.visited, s)) continue;
       bit_set(own.leaders, s);
-      ++cycles;
-      for (int64_t p = s; !bit_get(own.visited, p); p = src(p)) bit_set(own.visited, p);
+      int64_t len = 0;
+      for (int64_t p = s; !bit_get(own.visited, p); p = src(p), ++len) bit_set(own.visited, p);
+      cycles.emplace_back(s, len);
     }
-    const uint64_t* leaders = own.leaders;
-    if (cycles == 0) return;
-    at::parallel_for(0, words, 1, [&](int64_t lo, int64_t hi) {
-      T* buf = tiled_scratch().block;
-      for (int64_t wd = lo; wd < hi; ++wd) {
-        for (uint64_t w = leaders[wd]; w; w &= w - 1) {
-          const int64_t s = wd * 64 + __builtin_ctzll(w);
-          std::memcpy(buf, A + s * B, B * sizeof(T));
-          int64_t p = s;
-          for (int64_t q = src(p); q != s; p = q, q = src(p)) transpose_block(A + q * B, A + p * B, m, n);
-          transpose_block(buf, A + p * B, m, n);
+    if (cycles.empty()) return;
+    const int64_t regions = tl_.thread_bytes > 0 ? tl_.total / tl_.thread_bytes : 1;
+    const int64_t P = at::in_parallel_region() ? 1 : std::min<int64_t>(regions, at::get_num_threads());
+    const int64_t target = (L + P - 1) / P;  // blocks per segment
+    int64_t longest = 0;
+    for (const auto& c : cycles) longest = std::max(longest, c.second);
+    if (P <= 1 || longest <= target) {
+      const uint64_t* leaders = own.leaders;
+      at::parallel_for(0, words, 1, [&](int64_t lo, int64_t hi) {
+        T* buf = tiled_scratch().block;
+        for (int64_t wd = lo; wd < hi; ++wd) {
+          for (uint64_t w = leaders[wd]; w; w &= w - 1) {
+            const int64_t s = wd * 64 + __builtin_ctzll(w);
+            std::memcpy(buf, A + s * B, B * sizeof(T));
+            int64_t p = s;
+            for (int64_t q = src(p); q != s; p = q, q = src(p)) transpose_block(A + q * B, A + p * B, m, n);
+            transpose_block(buf, A + p * B, m, n);
+          }
         }
+      });
+      return;
+    }
+    struct Segment {
+      int64_t leader, k0, k1, slot, next, p0;  // steps [k0, k1) of the cycle from leader; p0 = its position k0
+    };
+    auto saved = [&](int64_t slot) {
+      return reinterpret_cast<T*>(scratch_ + slot * tl_.thread_bytes + tl_.block_off);
+    };
+    std::vector<Segment> round;
+    auto run_round = [&]() {
+      at::parallel_for(0, static_cast<int64_t>(round.size()), 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          Segment& sg = round[i];
+          sg.p0 = sg.leader;
+          for (int64_t k = 0; k < sg.k0; ++k) sg.p0 = src(sg.p0);
+          std::memcpy(saved(sg.slot), A + sg.p0 * B, B * sizeof(T));
+        }
+      });
+      at::parallel_for(0, static_cast<int64_t>(round.size()), 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const Segment& sg = round[i];
+          int64_t p = sg.p0;
+          for (int64_t k = sg.k0; k + 1 < sg.k1; ++k) {
+            const int64_t q = src(p);
+            transpose_block(A + q * B, A + p * B, m, n);
+            p = q;
+          }
+          transpose_block(saved(sg.next), A + p * B, m, n);
+        }
+      });
+      round.clear();
+    };
+    for (const auto& [leader, len] : cycles) {
+      const int64_t pieces = std::min(P, (len + target - 1) / target);
+      if (static_cast<int64_t>(round.size()) + pieces > P) run_round();
+      const int64_t base = static_cast<int64_t>(round.size());
+      for (int64_t j = 0; j < pieces; ++j) {
+        round.push_back({leader, len * j / pieces, len * (j + 1) / pieces, base + j, base + (j + 1) % pieces, 0});
       }
-    });
+    }
+    run_round();
   }
 
   // ---- squares: swap tile (bi, bj) with the transpose of tile (bj, bi) ----------------------------------------
