@@ -197,6 +197,23 @@ def test_cpu_onchip_auto_for_batches_of_tiny_matrices(esize):
     assert torch_inplace.plan((10, 5, 13), dtype, "cpu").algorithm == "skinny"  # 65 elements
 
 
+@pytest.mark.parametrize("threads", [2, 3, 5, 16])
+def test_cpu_tiled_long_cycles_on_several_threads(threads):
+    """The tiled path's block stage cuts the grid's long cycles into segments, one per thread region, each with its
+    first block saved before any runs, in rounds where the cycles need more segments than there are regions: shapes
+    whose block grids have a few long cycles (2048 x 1536 float32: 192 blocks in 4 cycles, the longest of 95), a
+    cycle as long as the grid, fixed points, and the cut plan around it, against x.mT."""
+    g = torch.Generator().manual_seed(threads)
+    cases = [((2048, 1536), torch.float32, "tiled32"), ((1024, 768), torch.float64, "tiled32"),
+             ((1000, 3000), torch.float32, "tiled32"), ((4000, 6000), torch.int16, "tiled32"),
+             ((640, 1280), torch.uint8, "tiled32"), ((3, 1000, 3000), torch.float32, "tiled32"),
+             ((3001, 2999), torch.float32, "cut"), ((1308, 2200), torch.complex128, "tiled32")]
+    with num_threads(threads):
+        for shape, dtype, algo in cases:
+            assert torch_inplace.plan(shape, dtype, "cpu", algorithm=algo).algorithm == algo
+            check_inplace(rand(shape, dtype, "cpu", g), algorithm=algo)
+
+
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_cpu_row_moves_on_several_threads(threads):
     """The cut plan's row compaction and spreading, and the skinny plan's moves of its remainder, run across the

@@ -1,14 +1,16 @@
-"""The CPU plans whose row moves (move_rows in csrc/ops/cpu/transpose_kernel.cpp) dominate: the cut plan (rows
-compacted before the three stages, spread after them) and the skinny plan with remainder rows (AoS <-> SoA), forced,
-with `y.copy_(x.mT)` into a preallocated `y` in the same run. For A/B runs of two builds: run it under each build's
-PYTHONPATH with `--json`, then `--compare old.json new.json`.
+"""A/B runs of the CPU plans with parallel steps beyond a loop over rows: the tiled plan (Karlsson's three stages,
+whose block stage follows the grid's cycles), the cut plan (the same with rows compacted before and spread after:
+move_rows in csrc/ops/cpu/transpose_kernel.cpp) and the skinny plan with remainder rows (AoS <-> SoA), each forced,
+with `y.copy_(x.mT)` into a preallocated `y` in the same run. Run it under each build's PYTHONPATH with `--json`,
+then `--compare old.json new.json`.
 
-Shapes (`--seed`): cut shapes with sides uniform in [1000, 8000) (those the cut plan takes, as in cpu_cut_rule.py) and
-skinny shapes of 1e5-3e6 rows and 2-32 fields, both directions; element sizes 1, 2, 4, 8 (and 16 for the cut),
+Shapes (`--seed`): tiled shapes (sides with a divisor of a good block size: the bench's and random multiples of
+8-128 in [1000, 8000)), cut shapes with sides uniform in [1000, 8000) (those the cut plan takes, as in cpu_cut_rule.py)
+and skinny shapes of 1e5-3e6 rows and 2-32 fields, both directions; element sizes 1-16 bytes (1-8 for skinny),
 tensors up to 96 MB. Every result is checked against x.mT.contiguous().
 
-    python benchmarks/cpu_row_moves.py --threads 16 --json new.json
-    python benchmarks/cpu_row_moves.py --compare old.json new.json
+    python benchmarks/cpu_plans_ab.py --threads 16 --json new.json
+    python benchmarks/cpu_plans_ab.py --compare old.json new.json
 """
 import argparse
 import json
@@ -17,14 +19,32 @@ import statistics
 
 import torch
 
+import torch_inplace
 from cpu_cut_rule import cut_shapes
 from cpu_onchip_rule import DTYPES, time_shape
 
 
-def shapes(seed, cuts, skinnies):
+def tiled_shapes(rng, count):
+    out = [(s, es) for s in ((1024, 768), (2048, 1536), (4000, 6000), (1000, 3000)) for es in (4, 8)]
+    while len(out) < count:
+        es = rng.choice(list(DTYPES))
+        unit = rng.choice([8, 16, 32, 64, 100, 128])
+        shape = (unit * rng.randrange(1000 // unit + 1, 8000 // unit), unit * rng.randrange(1000 // unit + 1, 8000 // unit))
+        if shape[0] * shape[1] * es > (96 << 20):
+            continue
+        try:
+            torch_inplace.plan(shape, DTYPES[es], "cpu", algorithm="tiled32")
+        except RuntimeError:
+            continue
+        out.append((shape, es))
+    return out[:count]
+
+
+def shapes(seed, tiled, cuts, skinnies):
     rng = random.Random(seed)
-    out = [(s, es, "cut") for s, es in cut_shapes(rng, cuts)]
-    while len(out) < cuts + skinnies:
+    out = [(s, es, "tiled32") for s, es in tiled_shapes(rng, tiled)]
+    out += [(s, es, "cut") for s, es in cut_shapes(rng, cuts)]
+    while len(out) < tiled + cuts + skinnies:
         es = rng.choice([1, 2, 4, 8])
         n_rows, fields = rng.randrange(100_000, 3_000_000), rng.randrange(2, 33)
         if n_rows * fields * es > (96 << 20):
@@ -50,6 +70,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--tiled", type=int, default=14)
     ap.add_argument("--cuts", type=int, default=12)
     ap.add_argument("--skinnies", type=int, default=10)
     ap.add_argument("--reps", type=int, default=5)
@@ -61,7 +82,7 @@ def main():
     torch.set_num_threads(args.threads)
     times = {}
     print(f"threads {args.threads}, seed {args.seed}, torch {torch.__version__}")
-    for shape, es, algo in shapes(args.seed, args.cuts, args.skinnies):
+    for shape, es, algo in shapes(args.seed, args.tiled, args.cuts, args.skinnies):
         x = torch.empty(shape, dtype=DTYPES[es])
         x.view(torch.uint8).random_()
         t = time_shape(x, [algo], args.reps)
