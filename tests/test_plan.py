@@ -8,8 +8,8 @@ from conftest import devices, num_threads, rand, ref_transpose
 
 @pytest.fixture
 def two_threads():
-    """The CPU planner's choices depend on the thread count (from 16 threads on, Catanzaro goes ahead of the cut):
-    these expectations are those of 2 threads."""
+    """The CPU planner's choices depend on the thread count (from 16 threads on, Catanzaro goes ahead of the cut for
+    elements of 8 bytes or more): these expectations are those of 2 threads."""
     with num_threads(2):
         yield
 

@@ -250,12 +250,12 @@ def test_cpu_row_moves_on_several_threads(threads):
 @pytest.mark.parametrize("threads", [2, 16])
 def test_cpu_cut_auto(shape, esize, threads):
     """Factor-poor shapes take the cut plan (or tiled where a prime side is short enough to be a block side); from 16
-    threads on, Catanzaro's plans go first for 2-byte and larger elements (measured faster there)."""
+    threads on, Catanzaro's plans go first for 8-byte and larger elements (measured faster there)."""
     dtype = DTYPE_BY_SIZE[esize]
     with num_threads(threads):
         p = torch_inplace.plan(shape, dtype, "cpu")
         cut = torch_inplace.plan(shape, dtype, "cpu", algorithm="cut") if p.algorithm != "tiled32" else None
-        if threads >= 16 and esize >= 2 and cut is not None:
+        if threads >= 16 and esize >= 8 and cut is not None:
             assert p.algorithm in ("c2r", "r2c") and "ahead of the cut plan" in p.explanation, p
         else:
             assert p.algorithm in ("cut", "tiled32"), p

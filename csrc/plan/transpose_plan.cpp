@@ -310,13 +310,12 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   if (want(Algo::Tiled32) && p.rows != p.cols && lo >= 2 && cpu_tiled(p, caps, &tiled)) out.push_back(tiled);
   Plan cut;
   const bool has_cut = want(Algo::Cut) && p.rows != p.cols && lo >= 2 && cpu_cut(p, caps, &cut);
-  // The cut's compaction and spreading are ordered memmoves on one thread, while every step of Catanzaro's runs
-  // across the threads. With 16 threads that made the cut 1.2-2.6x slower than Catanzaro's faster direction on all
-  // 11 random shapes of 2- and 4-byte elements (1.4x median), and the bench's float32 / float64 ones 1.7-3x; with 8
-  // threads they were even (0.73-1.26x), and 1-byte elements kept the cut ahead with 16 threads (0.49-0.92x)
-  // (benchmarks/cpu_cut_rule.py, benchmarks/results/cpu-16t/cpu_cut_rule.log). So from 16 threads on, Catanzaro goes
-  // first there and the cut follows it.
-  const bool cut_after = has_cut && caps.num_threads >= kCpuCutSecondThreads && p.esize >= 2;
+  // The cut against Catanzaro's faster direction, on 56 random shapes the cut takes (benchmarks/cpu_cut_rule.py,
+  // seeds 1 and 2; benchmarks/results/cpu-16t/cpu_cut_rule*.log), in median time ratio: with 16 threads 0.22x for
+  // 1-byte elements, 0.46-0.56x for 2-byte ones, 1.07x for 4-byte ones (0.39-1.47x, even) and 1.56x for 8-byte ones
+  // (0.52-3.37x); with 8 threads 0.25x / 0.54x / 0.91x / 1.03x. So from 16 threads on, Catanzaro goes first for
+  // elements of 8 bytes or more and the cut follows it.
+  const bool cut_after = has_cut && caps.num_threads >= kCpuCutSecondThreads && p.esize >= kCpuCutSecondEsize;
   if (has_cut && !cut_after) out.push_back(cut);
   // Every return below goes through finish(), which appends the cut behind Catanzaro's plans where it goes second.
   auto finish = [&]() {

@@ -239,7 +239,8 @@ CpuTiledLayout cpu_tiled_layout(int64_t rows, int64_t cols, int64_t m, int64_t n
 // Scratch: the tiled layout of the inner matrix, then rows x c and r x (cols - c) elements (offsets cols_off,
 // rows_off); the planner keeps the saved part within 1 MiB plus 0.1% of the tensor.
 constexpr int64_t kCpuMaxCut = 64;
-constexpr int kCpuCutSecondThreads = 16;  // from this many threads on, Catanzaro's plans go ahead of the cut (2+ B)
+constexpr int kCpuCutSecondThreads = 16;     // from this many threads on, Catanzaro's plans go ahead of the cut
+constexpr int64_t kCpuCutSecondEsize = 8;     // for elements of this many bytes or more
 struct CpuCutLayout {
   CpuTiledLayout tiled;
   int64_t cols_off = 0, rows_off = 0, total = 0;
