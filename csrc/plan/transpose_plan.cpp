@@ -330,42 +330,37 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     out.push_back(cut);
     return out;
   };
-  // Catanzaro's direction. C2R gathers whole rows of `cols` elements in its row shuffle, one buffer per thread. On a
-  // wide matrix that puts the long side in the row shuffle, which ran 1.2x faster than R2C (median over 70 random
-  // wide shapes; 1.05-1.96x by aspect ratio, on one thread (before the build had OpenMP): benchmarks/cpu_catanzaro_direction.py,
-  // benchmarks/results/cpu-2t/cpu_catanzaro_direction.log), so it comes first where those buffers fit the cut
-  // path's budget (1 MiB + 0.1% of the tensor); elsewhere R2C on the cols x rows view keeps the buffers to the short
-  // side. Tall matrices keep C2R (its row shuffle on the short side): R2C there had no consistent edge (median
-  // 0.70-1.07x as fast).
+  // Catanzaro's direction. C2R shuffles whole rows of `cols` elements, one buffer per thread; R2C (on the cols x rows
+  // view) whole rows of `rows` elements. The direction whose row shuffle takes the long side ran faster, and more so
+  // with more threads (benchmarks/cpu_catanzaro_direction.py, 80 random shapes; median R2C / C2R time by aspect ratio,
+  // wide ones then tall ones from an aspect of 2): 2 threads 1.09-1.46x and 0.81-0.95x, 4 threads 1.08-1.85x and
+  // 0.70-0.84x, 16 threads 1.05-4.3x and 0.30-0.75x (benchmarks/results/cpu-2t/ and cpu-16t/
+  // cpu_catanzaro_direction*.log). Tall ones under an aspect of 2 ran C2R faster (1.06-1.13x, two shapes). So R2C
+  // comes first where rows >= 2 cols, C2R elsewhere, where its row buffers fit the cut path's budget (1 MiB + 0.1% of
+  // the tensor); otherwise the other direction keeps the buffers to the short side.
   if (has_onchip && !onchip_first) {
     onchip.reason = "forced or fallback: " + onchip.reason;
     out.push_back(onchip);
   }
   if (!want(Algo::C2R) && !want(Algo::R2C)) return finish();
-  Plan c2r = cpu_catanzaro(p, caps, Algo::C2R, "");
-  const bool tall = p.rows > p.cols, fits = c2r.scratch_bytes <= cpu_extra_budget(p);
-  if (tall) {
-    c2r.reason = "rows > cols: C2R, so the row shuffle runs on the short side";
-  } else if (fits) {
-    c2r.reason = "rows <= cols: C2R, its row shuffle on the long rows (faster on the CPU), its row buffers (" +
-                 std::to_string(c2r.scratch_bytes) + " B) within 1 MiB + 0.1% of the tensor";
-  }
-  if (tall || fits) {
-    if (want(Algo::C2R)) out.push_back(c2r);
-    if (want(Algo::R2C)) {
-      out.push_back(cpu_catanzaro(p, caps, Algo::R2C, "forced or fallback: the other Catanzaro direction"));
-    }
+  const bool tall = p.rows >= 2 * p.cols;
+  const Algo long_dir = tall ? Algo::R2C : Algo::C2R, short_dir = tall ? Algo::C2R : Algo::R2C;
+  Plan first = cpu_catanzaro(p, caps, long_dir, ""), second = cpu_catanzaro(p, caps, short_dir, "");
+  const std::string side = tall ? "rows >= 2 cols: " : "rows < 2 cols: ";
+  const std::string view = tall ? "R2C on the cols x rows view" : "C2R";
+  if (first.scratch_bytes <= cpu_extra_budget(p)) {
+    first.reason = side + view + ", its row shuffle on the long side (faster on the CPU), its row buffers (" +
+                   std::to_string(first.scratch_bytes) + " B) within 1 MiB + 0.1% of the tensor";
+    second.reason = "forced or fallback: the other Catanzaro direction";
   } else {
-    if (want(Algo::R2C)) {
-      out.push_back(cpu_catanzaro(p, caps, Algo::R2C,
-                                  "rows <= cols: R2C on the cols x rows view, so the row shuffle runs on the short "
-                                  "side (C2R's row buffers, " + std::to_string(c2r.scratch_bytes) +
-                                  " B, exceed 1 MiB + 0.1% of the tensor)"));
-    }
-    if (want(Algo::C2R)) {
-      c2r.reason = "forced or fallback: the other Catanzaro direction";
-      out.push_back(c2r);
-    }
+    second.reason = side + (tall ? "C2R" : "R2C on the cols x rows view") +
+                    ", so the row shuffle runs on the short side (" + view + "'s row buffers, " +
+                    std::to_string(first.scratch_bytes) + " B, exceed 1 MiB + 0.1% of the tensor)";
+    first.reason = "forced or fallback: the other Catanzaro direction";
+    std::swap(first, second);
+  }
+  for (Plan* c : {&first, &second}) {
+    if (want(c->algo)) out.push_back(std::move(*c));
   }
   return finish();
 }

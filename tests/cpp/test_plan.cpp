@@ -174,21 +174,36 @@ TEST(CpuPlan, CatanzaroByOrientation) {
   // side): the cut path first, then Catanzaro, the direction by orientation.
   for (int64_t esize : {2, 4, 8, 16}) {
     EXPECT_EQ(make_plan(prob(2, 701, 307, esize), cpu()).algo, Algo::Cut);
+    // Tall from an aspect of 2: R2C on the cols x rows view, its row shuffle on the long side (rows of 701).
     const Plan tall = first_catanzaro(prob(2, 701, 307, esize));
-    EXPECT_EQ(tall.algo, Algo::C2R);
-    EXPECT_EQ(tall.c2r.m, 701);
-    EXPECT_EQ(tall.c2r.n, 307);
-    EXPECT_EQ(tall.panel, std::min<int64_t>(307, cpu_panel_width(esize)));
+    EXPECT_EQ(tall.algo, Algo::R2C);
+    EXPECT_EQ(tall.c2r.m, 307);
+    EXPECT_EQ(tall.c2r.n, 701);
+    EXPECT_EQ(tall.panel, std::min<int64_t>(701, cpu_panel_width(esize)));
     EXPECT_EQ(tall.scratch_bytes, expected_cpu_scratch(tall));
     EXPECT_GT(tall.scratch_bytes, 0);
+    EXPECT_TRUE(contains(tall.reason, "rows >= 2 cols: R2C")) << tall.reason;
 
-    // Wide: C2R, its row shuffle on the long rows, where their buffers fit 1 MiB + 0.1% of the tensor.
+    // Tall under an aspect of 2: C2R.
+    const Plan squarish = first_catanzaro(prob(2, 701, 401, esize));
+    EXPECT_EQ(squarish.algo, Algo::C2R);
+    EXPECT_EQ(squarish.c2r.m, 701);
+    EXPECT_EQ(squarish.c2r.n, 401);
+
+    // Wide: C2R, its row shuffle on the long side, where its buffers fit 1 MiB + 0.1% of the tensor.
     const Plan wide = first_catanzaro(prob(2, 307, 701, esize));
     EXPECT_EQ(wide.algo, Algo::C2R);
     EXPECT_EQ(wide.c2r.m, 307);
     EXPECT_EQ(wide.c2r.n, 701);
     EXPECT_EQ(wide.scratch_bytes, expected_cpu_scratch(wide));
-    EXPECT_TRUE(contains(wide.reason, "long rows")) << wide.reason;
+    EXPECT_TRUE(contains(wide.reason, "long side")) << wide.reason;
+
+    // Tall with columns too long for that budget: C2R, its row buffers on the short side.
+    const Plan taller = first_catanzaro(prob(1, 400009, 101, esize));
+    EXPECT_EQ(taller.algo, Algo::C2R);
+    EXPECT_EQ(taller.c2r.m, 400009);
+    EXPECT_EQ(taller.c2r.n, 101);
+    EXPECT_TRUE(contains(taller.reason, "exceed 1 MiB + 0.1%")) << taller.reason;
 
     // Rows too long for that budget: R2C on the cols x rows view, its row buffers on the short side.
     const Plan longer = first_catanzaro(prob(1, 101, 400009, esize));
@@ -212,11 +227,11 @@ TEST(CpuPlan, CatanzaroAheadOfTheCutFromSixteenThreads) {
     ASSERT_EQ(make_plan(p, cpu(8)).algo, Algo::Cut) << esize;
     const auto cands = cpu_candidates(p, cpu(16), Algo::Auto);
     ASSERT_GE(cands.size(), 2u);
-    EXPECT_EQ(cands.front().algo, Algo::C2R) << esize;
+    EXPECT_EQ(cands.front().algo, Algo::R2C) << esize;  // rows >= 2 cols
     EXPECT_TRUE(contains(cands.front().reason, "ahead of the cut plan with 16 threads")) << cands.front().reason;
     EXPECT_EQ(cands.back().algo, Algo::Cut);
     EXPECT_TRUE(contains(cands.back().reason, "with 16 threads after Catanzaro's")) << cands.back().reason;
-    EXPECT_EQ(make_plan(p, cpu(64)).algo, Algo::C2R);
+    EXPECT_EQ(make_plan(p, cpu(64)).algo, Algo::R2C);
     const Plan wide = make_plan(prob(1, 307, 701, esize), cpu(16));  // C2R where its row buffers fit, else R2C
     EXPECT_TRUE(wide.algo == Algo::C2R || wide.algo == Algo::R2C) << wide.reason;
     EXPECT_TRUE(contains(wide.reason, "ahead of the cut plan")) << wide.reason;
