@@ -60,10 +60,8 @@ class BatchSlot {
   int old_;
 };
 
-// move_rows: moves under kParallelMoveBytes, or with a buffer under kMoveBufferBytes, stay on one thread; a
-// thread's share of a wave is at least kMoveGrainBytes.
+// move_rows: moves under kParallelMoveBytes, or with a buffer under kMoveBufferBytes, stay on one thread.
 constexpr int64_t kParallelMoveBytes = int64_t{1} << 20, kMoveBufferBytes = int64_t{16} << 10;
-constexpr int64_t kMoveGrainBytes = int64_t{16} << 10;
 
 inline bool bit_get(const uint64_t* w, int64_t i) { return (w[i >> 6] >> (i & 63)) & 1u; }
 inline void bit_set(uint64_t* w, int64_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
