@@ -322,11 +322,11 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
     if (!cut_after) return out;
     const auto first = std::find_if(out.begin(), out.end(),
                                     [](const Plan& c) { return c.algo == Algo::C2R || c.algo == Algo::R2C; });
-    if (first != out.end()) {
+    if (first != out.end()) {  // not where the cut is forced
       first->reason += "; ahead of the cut plan with " + std::to_string(caps.num_threads) +
                        " threads (where it measured faster than the cut)";
+      cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
     }
-    cut.reason = "with " + std::to_string(caps.num_threads) + " threads after Catanzaro's: " + cut.reason;
     out.push_back(cut);
     return out;
   };
@@ -335,27 +335,32 @@ std::vector<Plan> cpu_candidates(const Problem& p, const DeviceCaps& caps, Algo 
   // with more threads (benchmarks/cpu_catanzaro_direction.py, 80 random shapes; median R2C / C2R time by aspect ratio,
   // wide ones then tall ones from an aspect of 2): 2 threads 1.09-1.46x and 0.81-0.95x, 4 threads 1.08-1.85x and
   // 0.70-0.84x, 16 threads 1.05-4.3x and 0.30-0.75x (benchmarks/results/cpu-2t/ and cpu-16t/
-  // cpu_catanzaro_direction*.log). Tall ones under an aspect of 2 ran C2R faster (1.06-1.13x, two shapes). So R2C
-  // comes first where rows >= 2 cols, C2R elsewhere, where its row buffers fit the cut path's budget (1 MiB + 0.1% of
-  // the tensor); otherwise the other direction keeps the buffers to the short side.
+  // cpu_catanzaro_direction*.log). Tall ones under an aspect of 2 ran C2R faster (1.06-1.13x, two shapes), though its
+  // row shuffle takes the short side there. So R2C comes first where rows >= 2 cols, C2R elsewhere, where its row
+  // buffers fit the cut path's budget (1 MiB + 0.1% of the tensor); where they do not, the other direction comes
+  // first if its buffers are smaller.
   if (has_onchip && !onchip_first) {
     onchip.reason = "forced or fallback: " + onchip.reason;
     out.push_back(onchip);
   }
   if (!want(Algo::C2R) && !want(Algo::R2C)) return finish();
-  const bool tall = p.rows >= 2 * p.cols;
-  const Algo long_dir = tall ? Algo::R2C : Algo::C2R, short_dir = tall ? Algo::C2R : Algo::R2C;
-  Plan first = cpu_catanzaro(p, caps, long_dir, ""), second = cpu_catanzaro(p, caps, short_dir, "");
-  const std::string side = tall ? "rows >= 2 cols: " : "rows < 2 cols: ";
-  const std::string view = tall ? "R2C on the cols x rows view" : "C2R";
-  if (first.scratch_bytes <= cpu_extra_budget(p)) {
-    first.reason = side + view + ", its row shuffle on the long side (faster on the CPU), its row buffers (" +
-                   std::to_string(first.scratch_bytes) + " B) within 1 MiB + 0.1% of the tensor";
+  const bool r2c_first = p.rows >= 2 * p.cols;
+  Plan first = cpu_catanzaro(p, caps, r2c_first ? Algo::R2C : Algo::C2R, "");
+  Plan second = cpu_catanzaro(p, caps, r2c_first ? Algo::C2R : Algo::R2C, "");
+  auto name = [](const Plan& c) { return c.algo == Algo::R2C ? "R2C on the cols x rows view" : "C2R"; };
+  auto shuffle = [&](const Plan& c) {  // the side its row shuffle runs on (rows of c2r.n elements)
+    return std::string(c.c2r.n > c.c2r.m ? "the long side" : (c.c2r.n < c.c2r.m ? "the short side" : "a side"));
+  };
+  const std::string rule = r2c_first ? "rows >= 2 cols: " : "rows < 2 cols: ";
+  const bool fits = first.scratch_bytes <= cpu_extra_budget(p);
+  if (fits || second.scratch_bytes >= first.scratch_bytes) {
+    first.reason = rule + name(first) + ", its row shuffle on " + shuffle(first) +
+                   " (measured faster on the CPU), its row buffers (" + std::to_string(first.scratch_bytes) + " B) " +
+                   (fits ? "within 1 MiB + 0.1% of the tensor" : "no more than the other direction's");
     second.reason = "forced or fallback: the other Catanzaro direction";
   } else {
-    second.reason = side + (tall ? "C2R" : "R2C on the cols x rows view") +
-                    ", so the row shuffle runs on the short side (" + view + "'s row buffers, " +
-                    std::to_string(first.scratch_bytes) + " B, exceed 1 MiB + 0.1% of the tensor)";
+    second.reason = rule + name(second) + ", its row shuffle on " + shuffle(second) + " (" + name(first) +
+                    "'s row buffers, " + std::to_string(first.scratch_bytes) + " B, exceed 1 MiB + 0.1% of the tensor)";
     first.reason = "forced or fallback: the other Catanzaro direction";
     std::swap(first, second);
   }

@@ -184,11 +184,12 @@ TEST(CpuPlan, CatanzaroByOrientation) {
     EXPECT_GT(tall.scratch_bytes, 0);
     EXPECT_TRUE(contains(tall.reason, "rows >= 2 cols: R2C")) << tall.reason;
 
-    // Tall under an aspect of 2: C2R.
+    // Tall under an aspect of 2: C2R, its row shuffle on the short side there.
     const Plan squarish = first_catanzaro(prob(2, 701, 401, esize));
     EXPECT_EQ(squarish.algo, Algo::C2R);
     EXPECT_EQ(squarish.c2r.m, 701);
     EXPECT_EQ(squarish.c2r.n, 401);
+    EXPECT_TRUE(contains(squarish.reason, "rows < 2 cols: C2R, its row shuffle on the short side")) << squarish.reason;
 
     // Wide: C2R, its row shuffle on the long side, where its buffers fit 1 MiB + 0.1% of the tensor.
     const Plan wide = first_catanzaro(prob(2, 307, 701, esize));
@@ -221,6 +222,19 @@ TEST(CpuPlan, CatanzaroByOrientation) {
   }
 }
 
+TEST(CpuPlan, CatanzaroFallbackKeepsTheSmallerBuffers) {
+  // Tall under an aspect of 2 with C2R's buffers over the budget: R2C's (rows of the long side) would be larger, so
+  // C2R stays first (a user review found R2C there, 14.56 MB against C2R's 14.04 MB with 64 threads).
+  const Problem p = prob(1, 28421, 27407, 8);
+  const auto cands = cpu_candidates(p, cpu(64), Algo::Auto);
+  const auto first = std::find_if(cands.begin(), cands.end(),
+                                  [](const Plan& c) { return c.algo == Algo::C2R || c.algo == Algo::R2C; });
+  ASSERT_NE(first, cands.end());
+  EXPECT_EQ(first->algo, Algo::C2R) << first->reason;
+  EXPECT_TRUE(contains(first->reason, "no more than the other direction's")) << first->reason;
+  EXPECT_LT(first->scratch_bytes, make_plan(p, cpu(64), Algo::R2C).scratch_bytes);
+}
+
 TEST(CpuPlan, CatanzaroAheadOfTheCutFromSixteenThreads) {
   for (int64_t esize : {8, 16}) {
     const Problem p = prob(1, 701, 307, esize);
@@ -235,9 +249,11 @@ TEST(CpuPlan, CatanzaroAheadOfTheCutFromSixteenThreads) {
     const Plan wide = make_plan(prob(1, 307, 701, esize), cpu(16));  // C2R where its row buffers fit, else R2C
     EXPECT_TRUE(wide.algo == Algo::C2R || wide.algo == Algo::R2C) << wide.reason;
     EXPECT_TRUE(contains(wide.reason, "ahead of the cut plan")) << wide.reason;
-    // Still forcible, and the fallback under a workspace limit that Catanzaro's buffers exceed.
+    // Still forcible (with no word of an order there), and the fallback under a workspace limit that Catanzaro's
+    // buffers exceed.
     const Plan forced = make_plan(p, cpu(16), Algo::Cut);
     EXPECT_EQ(forced.algo, Algo::Cut);
+    EXPECT_FALSE(contains(forced.reason, "after Catanzaro's")) << forced.reason;
     if (forced.scratch_bytes < cands.front().scratch_bytes && forced.scratch_bytes < cands[1].scratch_bytes) {
       EXPECT_EQ(make_plan(p, cpu(16), Algo::Auto, forced.scratch_bytes).algo, Algo::Cut);
     }
