@@ -9,7 +9,9 @@
 // whole cache lines: a rotation is a coarse rotation of the panel (juggling, one pass) plus a fine sweep of
 // small per-column amounts (one pass, the first rows saved); q is applied to whole row segments by cycle
 // following from precomputed cycle leaders. The skinny path (AoS <-> SoA) is the tiled sequence 2.1 of
-// Gomez-Luna/Sung with a Karlsson cut for the remainder (see plan::CpuSkinnyLayout).
+// Gomez-Luna/Sung with a Karlsson cut for the remainder (see plan::CpuSkinnyLayout). The cut's and the skinny path's
+// ordered row moves run across the threads in waves (move_rows), and the tiled block stage splits long cycles into
+// segments (block_transpose).
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
@@ -777,7 +779,7 @@ class CpuTranspose {
       cycles.emplace_back(s, len);
     }
     if (cycles.empty()) return;
-    const int64_t regions = tl_.thread_bytes > 0 ? tl_.total / tl_.thread_bytes : 1;
+    const int64_t regions = std::max<int64_t>(1, plan_.threads);  // the tiled layout's thread regions
     const int64_t P = at::in_parallel_region() ? 1 : std::min<int64_t>(regions, at::get_num_threads());
     const int64_t target = (L + P - 1) / P;  // blocks per segment
     int64_t longest = 0;
