@@ -6,8 +6,9 @@ then `--compare old.json new.json`.
 
 Shapes (`--seed`): tiled shapes (sides with a divisor of a good block size: the bench's and random multiples of
 8-128 in [1000, 8000)), cut shapes with sides uniform in [1000, 8000) (those the cut plan takes, as in cpu_cut_rule.py)
-and skinny shapes of 1e5-3e6 rows and 2-32 fields, both directions; element sizes 1-16 bytes (1-8 for skinny),
-tensors up to 96 MB. Every result is checked against x.mT.contiguous().
+and skinny shapes of 1e5-3e6 rows and 2-32 fields, both directions; with `--bands N`, N tiled shapes whose grid has
+fewer row or column bands than threads (4-96 MB; the band stages cut those into column slices). Element sizes 1-16
+bytes (1-8 for skinny), tensors up to 96 MB. Every result is checked against x.mT.contiguous().
 
     python benchmarks/cpu_plans_ab.py --threads 16 --json new.json
     python benchmarks/cpu_plans_ab.py --compare old.json new.json
@@ -15,6 +16,7 @@ tensors up to 96 MB. Every result is checked against x.mT.contiguous().
 import argparse
 import json
 import random
+import re
 import statistics
 
 import torch
@@ -40,9 +42,37 @@ def tiled_shapes(rng, count):
     return out[:count]
 
 
-def shapes(seed, tiled, cuts, skinnies):
+def band_counts(shape, es):
+    """(M', N') of the tiled plan's block grid, from its explanation ("rows 4000 = 32 x 125, cols ...")."""
+    why = torch_inplace.plan(shape, DTYPES[es], "cpu", algorithm="tiled32").explanation
+    m = re.search(r"rows \d+ = (\d+) x \d+, cols \d+ = (\d+) x \d+", why)
+    return int(m.group(1)), int(m.group(2))
+
+
+def few_band_shapes(rng, count, threads):
+    """Tiled shapes whose grid has fewer row or column bands than threads (the band stages cut them into column
+    slices): one side 1 .. threads - 1 blocks of 64-128, the other 2000-30000, either orientation."""
+    out = []
+    while len(out) < count:
+        es = rng.choice(list(DTYPES))
+        unit = rng.choice([64, 100, 128])
+        short, long_ = unit * rng.randrange(1, max(2, threads)), unit * rng.randrange(2000 // unit, 30000 // unit)
+        shape = (short, long_) if rng.random() < 0.5 else (long_, short)
+        if shape[0] == shape[1] or shape[0] * shape[1] * es > (96 << 20) or shape[0] * shape[1] * es < (4 << 20):
+            continue
+        try:
+            if min(band_counts(shape, es)) >= threads:
+                continue
+        except RuntimeError:
+            continue
+        out.append((shape, es))
+    return out
+
+
+def shapes(seed, tiled, cuts, skinnies, bands=0, threads=16):
     rng = random.Random(seed)
     out = [(s, es, "tiled32") for s, es in tiled_shapes(rng, tiled)]
+    out += [(s, es, "tiled32") for s, es in few_band_shapes(random.Random(seed + 1), bands, threads)]
     out += [(s, es, "cut") for s, es in cut_shapes(rng, cuts)]
     while len(out) < tiled + cuts + skinnies:
         es = rng.choice([1, 2, 4, 8])
@@ -73,6 +103,7 @@ def main():
     ap.add_argument("--tiled", type=int, default=14)
     ap.add_argument("--cuts", type=int, default=12)
     ap.add_argument("--skinnies", type=int, default=10)
+    ap.add_argument("--bands", type=int, default=0, help="tiled shapes with fewer bands than threads")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))
@@ -82,7 +113,7 @@ def main():
     torch.set_num_threads(args.threads)
     times = {}
     print(f"threads {args.threads}, seed {args.seed}, torch {torch.__version__}")
-    for shape, es, algo in shapes(args.seed, args.tiled, args.cuts, args.skinnies):
+    for shape, es, algo in shapes(args.seed, args.tiled, args.cuts, args.skinnies, args.bands, args.threads):
         x = torch.empty(shape, dtype=DTYPES[es])
         x.view(torch.uint8).random_()
         t = time_shape(x, [algo], args.reps)
