@@ -199,6 +199,38 @@ def test_compile_refuses_view_of_input(backend):
     assert torch.equal(x, before)
 
 
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_compile_workspace_limit_does_not_leak(fullgraph):
+    """The workspace calls stay out of compiled code (torch.compiler.disable): Dynamo used to run the C++ op that
+    enters a limit while it traced, so the limit outlived the context (a failed fullgraph trace, or a graph break with
+    the exit never run) and later eager calls on the thread were refused. Without fullgraph the context works as in
+    eager mode (the limit applies inside, not after); with it, compiling fails and leaves the limit as it was."""
+    torch._dynamo.reset()
+
+    def f(x):
+        with torch_inplace.workspace_limit(0):
+            y = torch_inplace.transpose_(x * 1)
+        torch_inplace.set_workspace_limit(1 << 20)
+        return y + torch_inplace.get_workspace_limit()
+
+    cf = torch.compile(f, fullgraph=fullgraph, backend="aot_eager")
+    try:
+        if fullgraph:
+            with pytest.raises(torch._dynamo.exc.Unsupported):
+                cf(torch.randn(4, 4))
+        else:
+            x = torch.randn(64, 64)  # a square takes no scratch
+            torch.testing.assert_close(cf(x), x.mT + (1 << 20))
+            with pytest.raises(RuntimeError, match="transpose_: no algorithm fits the workspace limit of 0 B"):
+                cf(torch.randn(301, 457))
+            torch_inplace.set_workspace_limit(None)
+        assert torch_inplace.get_workspace_limit() == -1
+        x = torch.randn(301, 457)
+        torch.testing.assert_close(torch_inplace.transpose_(x.clone()), x.mT)
+    finally:
+        torch_inplace.set_workspace_limit(None)
+
+
 def _view_of_live(b: torch.Tensor) -> torch.Tensor:
     c = b.clone()
     torch.ops.inplace.transpose_(c.view(c.shape[1], c.shape[0]))
@@ -396,7 +428,8 @@ def test_compile_view_of_a_temporary_is_refused_and_a_new_tensor_taken():
 @pytest.mark.xfail(strict=True, raises=torch._inductor.exc.InductorError,
                    reason="inductor (2.11) with dynamic shapes: decompose_auto_functionalized's replace_by_example "
                           "asserts on a second in-place transposition of a transposed tensor (pytorch/pytorch#181735)")
-def test_compile_inductor_dynamic_transposing_twice():
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "default-second-shape"])
+def test_compile_inductor_dynamic_transposing_twice(dynamic):
     torch._dynamo.reset()
 
     def g(x):
@@ -404,8 +437,10 @@ def test_compile_inductor_dynamic_transposing_twice():
         y = torch_inplace.transpose_(y)
         return y + 0
 
-    x = torch.randn(3, 5)
-    torch.testing.assert_close(torch.compile(g, fullgraph=True, dynamic=True)(x), x)
+    cg = torch.compile(g, fullgraph=True, dynamic=dynamic)
+    for shape in [(3, 5), (4, 7)]:  # the default mode recompiles with dynamic sizes at the second shape
+        x = torch.randn(shape)
+        torch.testing.assert_close(cg(x), x)
 
 
 @pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.TorchDynamoException,

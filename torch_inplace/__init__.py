@@ -284,6 +284,20 @@ def _empty_transposable_fake(size, dtype=None, device=None):
     return torch.empty(size, dtype=dtype, device=device)
 
 
+# The workspace calls change (or read) per-thread state in C++ ops that take no tensor, which Dynamo would run while it
+# traces (and then again at run time, or never where the trace fails): a limit set during a trace leaked into the
+# thread. Kept out of compiled code, they run where the Python code runs them.
+@torch.compiler.disable
+def _enter_limit(nbytes: int) -> int:
+    return int(_ops._enter_workspace_limit(nbytes))
+
+
+@torch.compiler.disable
+def _exit_limit(previous: int) -> None:
+    _ops._exit_workspace_limit(previous)
+
+
+@torch.compiler.disable
 def get_workspace_limit() -> int:
     """The limit on scratch bytes per op call that applies to this thread's calls (-1: none): the innermost
     :func:`workspace_limit` context's of this thread, else the process-wide one (:func:`set_workspace_limit`)."""
@@ -299,6 +313,7 @@ def _limit_bytes(nbytes: Optional[int], fn: str) -> int:
     return value
 
 
+@torch.compiler.disable
 def set_workspace_limit(nbytes: Optional[int]) -> None:
     """Set the process-wide scratch limit per op call (every thread outside a :func:`workspace_limit` context);
     ``None`` or -1 removes it.
@@ -324,11 +339,11 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     Raises:
         TypeError / RuntimeError: as :func:`set_workspace_limit`.
     """
-    previous = int(_ops._enter_workspace_limit(_limit_bytes(nbytes, "workspace_limit")))
+    previous = _enter_limit(_limit_bytes(nbytes, "workspace_limit"))
     try:
         yield
     finally:
-        _ops._exit_workspace_limit(previous)
+        _exit_limit(previous)
 
 
 class WorkspaceStats(NamedTuple):
@@ -342,11 +357,13 @@ class WorkspaceStats(NamedTuple):
     calls: int
 
 
+@torch.compiler.disable
 def workspace_stats() -> WorkspaceStats:
     """Scratch bytes recorded by the ops since the last :func:`reset_workspace_stats`."""
     return WorkspaceStats(*[int(v) for v in _ops._workspace_stats()])
 
 
+@torch.compiler.disable
 def reset_workspace_stats() -> None:
     """Zero the counters that :func:`workspace_stats` reports."""
     _ops._reset_workspace_stats()
