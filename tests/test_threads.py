@@ -78,3 +78,39 @@ def test_forked_child_on_one_thread():
         p.kill()
     assert p.exitcode == 0
     assert q.get(timeout=5)
+
+
+_THREAD_COUNT_SCRIPT = r"""
+import threading, torch, torch_inplace
+ready, go, ok, scratch = threading.Event(), threading.Event(), [], []
+shapes = [(400000, 3), (1001, 999), (2048, 1536), (1000003, 7), (4, 300, 200)]
+def worker():
+    torch.get_num_threads()  # torch's own lazy initialisation of this thread (done: a flag in libtorch)
+    torch.set_num_threads(1)  # this thread's count; this library's first parallel region takes the process-wide one
+    ready.set(); go.wait()
+    for shape in shapes:
+        x = torch.randn(shape)
+        want = x.mT.contiguous()
+        ok.append(torch.equal(torch_inplace.transpose_(x), want))
+        scratch.append(torch_inplace.workspace_stats().last_bytes)
+    # the scratch each call took against the plans for the threads this thread's parallel regions run (8)
+    scratch.append([torch_inplace.plan(s).scratch_bytes for s in shapes])
+t = threading.Thread(target=worker); t.start()
+ready.wait(); torch.set_num_threads(8); go.set(); t.join()
+print(len(ok), all(ok), scratch[:-1] == scratch[-1], torch.get_num_threads())
+"""
+
+
+def test_thread_count_changed_by_another_thread():
+    """The CPU plans keep a scratch region per thread. A thread that set its own count (1) after torch had
+    initialised it, then made its first call after another thread set the process-wide count (8), ran its parallel
+    regions on 8 threads with scratch for one (a heap overflow; it crashed the interpreter): ATen's
+    lazy_init_num_threads keeps its flag per shared library, and this library's first parallel_for on a thread
+    reset the team size after the planner had read it. The planner now initialises first, so every call's scratch
+    is the plan's for 8 threads. In a subprocess."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _THREAD_COUNT_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-4:] == ["5", "True", "True", "8"], r.stdout

@@ -242,6 +242,11 @@ plan::DeviceCaps device_caps(const c10::Device& device) {
   if (device.is_cpu()) {
     plan::DeviceCaps caps;
     caps.backend = plan::Backend::CPU;
+    // The CPU plans size their scratch by thread count, one region per thread of the parallel regions. The first
+    // at::parallel_for of this library on a thread resets that thread's OpenMP team size to the process-wide count
+    // (lazy_init_num_threads: a thread_local flag per shared library), which another thread may have changed since
+    // this one set its own: so initialise first, then read the count those regions will use.
+    at::internal::lazy_init_num_threads();
     caps.num_threads = at::get_num_threads();
     return caps;
   }

@@ -909,6 +909,9 @@ void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
   const std::shared_ptr<const plan::Plan> cached =
       plan_cached(problem, self.device(), parse_algorithm(std::string(algorithm), op), op);
   const plan::Plan& pl = *cached;
+  // Plans with scratch keep a region per thread of their parallel regions (device_caps reads the count those run).
+  TORCH_INTERNAL_ASSERT(pl.scratch_bytes == 0 || at::in_parallel_region() || at::get_num_threads() <= pl.threads, op,
+                        ": a plan for ", pl.threads, " threads about to run on ", at::get_num_threads());
   if (pl.algo == plan::Algo::Noop) {
     record_workspace(0);
     return;
