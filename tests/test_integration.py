@@ -178,6 +178,40 @@ def test_dispatch_mode_keeps_every_check(mode):
         assert m.calls >= 1
 
 
+class _PassThrough(torch.Tensor):
+    """A subclass with memory of its own that runs every op on itself (torch.Tensor._make_subclass)."""
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        with torch.utils._mode_utils.no_dispatch():
+            return func(*args, **(kwargs or {}))
+
+
+def test_subclass_with_its_own_memory_keeps_every_check():
+    """A __torch_dispatch__ subclass made of a real tensor is the caller's tensor, not a framework one (fake tensors
+    have meta storage, wrapper subclasses none with data): sharing its storage with a tensor the caller holds, it
+    is refused and both are unchanged (it used to be transposed, leaving the other tensor's shape over permuted
+    bytes); holding its storage alone, it transposes. TwoTensor, a wrapper, dispatches to its inner tensors."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    base = torch.arange(12.0).reshape(3, 4).clone()
+    before = base.clone()
+    s = torch.Tensor._make_subclass(_PassThrough, base)
+    with pytest.raises(RuntimeError, match="transpose_: expected a tensor whose storage no other tensor shares"):
+        torch_inplace.transpose_(s)
+    assert s.shape == (3, 4) and base.shape == (3, 4) and torch.equal(base, before)
+    del s
+    s = torch.Tensor._make_subclass(_PassThrough, torch.randn(5, 7))
+    ref = ref_transpose(s.as_subclass(torch.Tensor))
+    y = torch_inplace.transpose_(s)
+    assert y is s and type(y) is _PassThrough
+    torch.testing.assert_close(y.as_subclass(torch.Tensor), ref, rtol=0, atol=0)
+    t = TwoTensor(torch.randn(3, 4), torch.randn(3, 4))
+    a, b = ref_transpose(t.a), ref_transpose(t.b)
+    torch_inplace.transpose_(t)
+    assert t.shape == (4, 3) and torch.equal(t.a, a) and torch.equal(t.b, b)
+
+
 def _transpose_view_of_input(x):
     return torch_inplace.transpose_(x.view(x.shape[1], x.shape[0])) + 0
 

@@ -51,6 +51,15 @@ int64_t tensor_holders(const c10::Storage& storage) {
 #pragma GCC diagnostic pop
 #endif
 
+// Whether a tensor's storage is real memory (not meta, not the data-less storage of a wrapper subclass), read
+// without the storage accessors that raise (wrapper subclasses) or warn (fake tensors).
+bool holds_memory(const at::Tensor& t) {
+  const c10::Storage& storage = t.unsafeGetTensorImpl()->unsafe_storage();
+  if (!storage) return false;
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  return impl->device_type() != c10::DeviceType::Meta && impl->_mutable_data_ptr_no_checks().get() != nullptr;
+}
+
 std::string shape_str(const at::TensorBase& t) {
   std::ostringstream os;
   os << t.sym_sizes();
@@ -148,7 +157,10 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   // tensor that Python code still holds is refused there as in eager mode (the compiled graph would otherwise write
   // the permuted bytes back into that tensor, its shape unchanged). Plain tensors under a dispatch mode
   // (FlopCounterMode, opcheck's schema check) are the caller's own: they get every check below.
-  const bool framework = self.is_meta() || self.key_set().has(c10::DispatchKey::Python);
+  // A subclass tensor with memory of its own (torch.Tensor._make_subclass of a real tensor, dispatching to the op
+  // with itself) is the caller's, and checked as a plain one: fake tensors have meta storage, wrapper subclasses
+  // (functional tensors, TwoTensor, DTensor) none with data.
+  const bool framework = self.is_meta() || (self.key_set().has(c10::DispatchKey::Python) && !holds_memory(self));
   if (framework && level == CheckLevel::kPublic && (symbolic || self.numel() != 0)) {
     check_not_view_of_live_tensor(self, op);
   }
