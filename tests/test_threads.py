@@ -114,3 +114,44 @@ def test_thread_count_changed_by_another_thread():
     r = subprocess.run([sys.executable, "-c", _THREAD_COUNT_SCRIPT], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split()[-4:] == ["5", "True", "True", "8"], r.stdout
+
+
+def test_plan_cache_under_a_changing_limit():
+    """A cached plan is the one its key describes: the planner ran under a second read of the workspace limit, so
+    while another thread toggled the process-wide limit between 0 and none, plans that need scratch were cached
+    under the key of limit 0, and later calls under that limit were refused although a plan without scratch (the
+    square path) fits. After such a run every shape must transpose under limit 0 (a race: a few percent of the
+    shapes failed before)."""
+    import threading
+
+    stop = threading.Event()
+
+    def toggle():
+        while not stop.is_set():
+            torch_inplace.set_workspace_limit(0)
+            torch_inplace.set_workspace_limit(None)
+
+    batches = range(2, 1202)
+    torch.ops.inplace._clear_plan_cache()
+    t = threading.Thread(target=toggle)
+    t.start()
+    try:
+        for b in batches:
+            try:
+                torch_inplace.transpose_(torch.empty(b, 4, 4))
+            except RuntimeError as e:
+                assert "workspace limit" in str(e) or "over the limit" in str(e)
+    finally:
+        stop.set()
+        t.join()
+        torch_inplace.set_workspace_limit(None)
+    refused = []
+    with torch_inplace.workspace_limit(0):
+        for b in batches:
+            x = torch.randn(b, 4, 4)
+            want = x.mT.contiguous()
+            try:
+                assert torch.equal(torch_inplace.transpose_(x), want)
+            except RuntimeError as e:
+                refused.append((b, str(e)[:100]))
+    assert not refused, f"{len(refused)} of {len(batches)}: {refused[:2]}"

@@ -300,6 +300,17 @@ struct PlanKeyHash {
   }
 };
 
+// The planner under the caps and limit the caller read once (a cached plan must be the one its key describes: the
+// process-wide limit may change between two reads).
+plan::Plan make_or_throw(const plan::Problem& p, const plan::DeviceCaps& caps, plan::Algo forced, int64_t limit,
+                         const char* op) {
+  try {
+    return plan::make_plan(p, caps, forced, limit);
+  } catch (const plan::PlanError& e) {
+    TORCH_CHECK(false, op, ": ", e.message);
+  }
+}
+
 std::mutex g_plan_mutex;
 std::unordered_map<PlanKey, std::shared_ptr<const plan::Plan>, PlanKeyHash> g_plans;
 constexpr size_t kMaxCachedPlans = 4096;
@@ -309,12 +320,13 @@ constexpr size_t kMaxCachedPlans = 4096;
 std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10::Device& device, plan::Algo forced,
                                               const char* op) {
   const plan::DeviceCaps caps = device_caps(device);
+  const int64_t limit = workspace_limit();
   const PlanKey key{p.batch,
                     p.rows,
                     p.cols,
                     p.esize,
                     p.slack_bytes,
-                    workspace_limit(),
+                    limit,
                     static_cast<int>(forced),
                     static_cast<int>(device.type()),
                     device.has_index() ? device.index() : -1,
@@ -324,7 +336,7 @@ std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10:
     auto it = g_plans.find(key);
     if (it != g_plans.end()) return it->second;
   }
-  auto made = std::make_shared<const plan::Plan>(plan_or_throw(p, device, forced, op));
+  auto made = std::make_shared<const plan::Plan>(make_or_throw(p, caps, forced, limit, op));
   std::lock_guard<std::mutex> lock(g_plan_mutex);
   if (g_plans.size() >= kMaxCachedPlans) g_plans.clear();
   g_plans.emplace(key, made);
@@ -337,11 +349,7 @@ void clear_plan_cache() {
 }
 
 plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan::Algo forced, const char* op) {
-  try {
-    return plan::make_plan(p, device_caps(device), forced, workspace_limit());
-  } catch (const plan::PlanError& e) {
-    TORCH_CHECK(false, op, ": ", e.message);
-  }
+  return make_or_throw(p, device_caps(device), forced, workspace_limit(), op);
 }
 
 }  // namespace torch_inplace
