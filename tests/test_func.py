@@ -297,6 +297,26 @@ def test_functionalize(device):
     torch.testing.assert_close(grad(functionalize(lambda a: TL.batched_inverse(a).abs().sum()))(A), want)
 
 
+@pytest.mark.parametrize("name", ["transpose_", "aos_to_soa_", "soa_to_aos_"])
+def test_functionalize_refuses_the_transpositions(name):
+    """Under torch.func.functionalize PyTorch refuses a custom op that returns an alias of its input with an internal
+    message ("Found a custom (non-ATen) operator whose output has alias annotations"); the Python functions say
+    instead why and what to use, as they do for the other transforms. The input is unchanged."""
+    from torch.func import functionalize
+
+    x = torch.randn(6, 4)
+    before = x.clone()
+
+    def f(t):
+        getattr(torch_inplace, name)(t)
+        return t
+
+    with pytest.raises(RuntimeError, match=f"{name}: expected a plain tensor, got a tensor of "
+                                           "torch.func.functionalize.*x.mT.contiguous"):
+        functionalize(f)(x)
+    assert x.shape == (6, 4) and torch.equal(x, before)
+
+
 def _with_inverse(b, view):
     """b with view(b) replaced by its inverse, out of place (torch.linalg)."""
     out = b.clone()

@@ -114,6 +114,15 @@ def _not_a_tensor(t: object, fn: str) -> None:
     raise TypeError(f"{fn}(): argument 't' must be Tensor, not {type(t).__name__}")
 
 
+def _refuse_functional(t: torch.Tensor, fn: str) -> None:
+    # After a refusal: torch.func.functionalize refuses the op (a custom op returning an alias of its input) with
+    # PyTorch's internal message; this one says why and what to use instead.
+    if not torch.compiler.is_compiling() and torch._is_functional_tensor(t):
+        raise RuntimeError(f"{fn}: expected a plain tensor, got a tensor of torch.func.functionalize; the op changes "
+                           "the tensor's shape in place, which functionalization cannot follow: use "
+                           "x.mT.contiguous() inside functionalized functions") from None
+
+
 def algorithms() -> tuple[str, ...]:
     """Names accepted by ``transpose_(t, algorithm=...)`` and :func:`plan` (not every one applies to every
     shape or device; the planner says why when it refuses)."""
@@ -154,11 +163,13 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
         return torch.ops.inplace.transpose_(t, algorithm=algorithm)
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "transpose_")
-    if algorithm == "auto":
-        return _transpose(t)
     if not isinstance(algorithm, str):
         raise TypeError(f"transpose_(): argument 'algorithm' must be str, not {type(algorithm).__name__}")
-    return _transpose(t, algorithm=algorithm)
+    try:
+        return _transpose(t) if algorithm == "auto" else _transpose(t, algorithm=algorithm)
+    except RuntimeError:
+        _refuse_functional(t, "transpose_")
+        raise
 
 
 def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
@@ -181,7 +192,11 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
         return torch.ops.inplace.aos_to_soa_(t)
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "aos_to_soa_")
-    return _aos_to_soa(t)
+    try:
+        return _aos_to_soa(t)
+    except RuntimeError:
+        _refuse_functional(t, "aos_to_soa_")
+        raise
 
 
 def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
@@ -203,7 +218,11 @@ def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
         return torch.ops.inplace.soa_to_aos_(t)
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "soa_to_aos_")
-    return _soa_to_aos(t)
+    try:
+        return _soa_to_aos(t)
+    except RuntimeError:
+        _refuse_functional(t, "soa_to_aos_")
+        raise
 
 
 class Plan(NamedTuple):
