@@ -197,12 +197,16 @@ def test_inference_tensor_outside_inference_mode_refused(device):
     torch.testing.assert_close(A, torch.linalg.inv(before))
 
 
-@pytest.mark.parametrize("value", [None, 1, 0, "yes"])
+@pytest.mark.parametrize("value", [None, 1, 0, "yes", "numpy"])
 def test_check_errors_must_be_bool(value):
+    """As torch.linalg's argument parser: a TypeError naming the type, qualified outside the builtins."""
+    if value == "numpy":
+        value = pytest.importorskip("numpy").bool_(True)
+    name = {type(None): "NoneType", int: "int", str: "str"}.get(type(value), f"numpy.{type(value).__qualname__}")
     A = random_matrices((2,), 3, torch.float64, "cpu")
-    with pytest.raises(TypeError, match="lu_factor_ex\\(\\): argument 'check_errors' must be bool"):
+    with pytest.raises(TypeError, match=f"^lu_factor_ex\\(\\): argument 'check_errors' must be bool, not {name}$"):
         TL.lu_factor_ex(A, check_errors=value)
-    with pytest.raises(TypeError, match="batched_inverse_ex\\(\\): argument 'check_errors' must be bool"):
+    with pytest.raises(TypeError, match=f"^batched_inverse_ex\\(\\): argument 'check_errors' must be bool, not {name}$"):
         TL.batched_inverse_ex(A, check_errors=value)
 
 

@@ -203,6 +203,16 @@ def test_plan_and_factory_refuse_what_transpose_refuses():
         torch_inplace.empty_transposable(2**62, 2**62)
 
 
+@pytest.mark.parametrize("shape", [(2**62, 0), (0, 2**62), (2**62, 0, 3), (3, 2**61, 0)])
+def test_empty_shapes_with_huge_sizes(shape):
+    """An empty shape has no bytes whatever its other sizes, as torch.empty sees it: the planner's size check used
+    to multiply left to right and refuse (2**62, 0) while taking (0, 2**62)."""
+    assert torch_inplace.plan(shape).algorithm == "noop"
+    t = torch_inplace.empty_transposable(*shape)
+    assert t.shape == shape and t.numel() == 0
+    assert torch_inplace.transpose_(t).shape == shape[:-2] + (shape[-1], shape[-2])
+
+
 def test_plan_on_meta_moves_nothing():
     p = torch_inplace.plan((300, 200), torch.float32, "meta")
     assert p.algorithm == "noop" and p.scratch_bytes == 0

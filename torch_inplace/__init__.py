@@ -53,6 +53,7 @@ except ImportError as _e:
         "source checkout, build it in place (`python setup.py build_ext --inplace`) or import the installed package "
         "from outside the checkout") from _e
 from . import linalg  # noqa: E402
+from .linalg import _type_name  # noqa: E402
 from .linalg import (InverseExResult, LUFactorExResult, LUFactorResult, batched_inverse, batched_inverse_ex,
                      inverse_, lu_factor, lu_factor_, lu_factor_ex)  # noqa: E402
 
@@ -106,12 +107,12 @@ def _as_int(value: object, fn: str, what: str) -> int:
             return operator.index(value)  # type: ignore[arg-type]
         except TypeError:
             pass
-    raise TypeError(f"{fn}(): expected {what}, got {type(value).__name__} {value!r}")
+    raise TypeError(f"{fn}(): expected {what}, got {_type_name(value)} {value!r}")
 
 
 def _not_a_tensor(t: object, fn: str) -> None:
     # As torch's argument parser: a TypeError, not the dispatcher's RuntimeError, for a non-tensor.
-    raise TypeError(f"{fn}(): argument 't' must be Tensor, not {type(t).__name__}")
+    raise TypeError(f"{fn}(): argument 't' must be Tensor, not {_type_name(t)}")
 
 
 def _refuse_functional(t: torch.Tensor, fn: str) -> None:
@@ -121,6 +122,17 @@ def _refuse_functional(t: torch.Tensor, fn: str) -> None:
         raise RuntimeError(f"{fn}: expected a plain tensor, got a tensor of torch.func.functionalize; the op changes "
                            "the tensor's shape in place, which functionalization cannot follow: use "
                            "x.mT.contiguous() inside functionalized functions") from None
+
+
+@torch.jit.unused  # scripted code calls the ops directly (TorchScript has no try blocks)
+def _call_transposing(fn: str, t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
+    try:
+        if fn == "transpose_":
+            return _transpose(t) if algorithm == "auto" else _transpose(t, algorithm=algorithm)
+        return _aos_to_soa(t) if fn == "aos_to_soa_" else _soa_to_aos(t)
+    except RuntimeError:
+        _refuse_functional(t, fn)
+        raise
 
 
 def algorithms() -> tuple[str, ...]:
@@ -164,12 +176,8 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "transpose_")
     if not isinstance(algorithm, str):
-        raise TypeError(f"transpose_(): argument 'algorithm' must be str, not {type(algorithm).__name__}")
-    try:
-        return _transpose(t) if algorithm == "auto" else _transpose(t, algorithm=algorithm)
-    except RuntimeError:
-        _refuse_functional(t, "transpose_")
-        raise
+        raise TypeError(f"transpose_(): argument 'algorithm' must be str, not {_type_name(algorithm)}")
+    return _call_transposing("transpose_", t, algorithm)
 
 
 def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
@@ -192,11 +200,7 @@ def aos_to_soa_(t: torch.Tensor) -> torch.Tensor:
         return torch.ops.inplace.aos_to_soa_(t)
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "aos_to_soa_")
-    try:
-        return _aos_to_soa(t)
-    except RuntimeError:
-        _refuse_functional(t, "aos_to_soa_")
-        raise
+    return _call_transposing("aos_to_soa_", t)
 
 
 def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
@@ -218,11 +222,7 @@ def soa_to_aos_(t: torch.Tensor) -> torch.Tensor:
         return torch.ops.inplace.soa_to_aos_(t)
     if not isinstance(t, torch.Tensor):
         _not_a_tensor(t, "soa_to_aos_")
-    try:
-        return _soa_to_aos(t)
-    except RuntimeError:
-        _refuse_functional(t, "soa_to_aos_")
-        raise
+    return _call_transposing("soa_to_aos_", t)
 
 
 class Plan(NamedTuple):
@@ -254,13 +254,13 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
             than 2 dims, or the build has no kernels for ``device``.
     """
     if not isinstance(device, (torch.device, str, int)) or isinstance(device, bool):
-        raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {type(device).__name__}")
+        raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {_type_name(device)}")
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"plan(): expected dtype to be a torch.dtype, got {type(dtype).__name__} {dtype!r}")
+        raise TypeError(f"plan(): expected dtype to be a torch.dtype, got {_type_name(dtype)} {dtype!r}")
     if not isinstance(algorithm, str):
-        raise TypeError(f"plan(): expected algorithm to be a str, got {type(algorithm).__name__}")
+        raise TypeError(f"plan(): expected algorithm to be a str, got {_type_name(algorithm)}")
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, torch.Size)):
-        raise TypeError(f"plan(): expected shape to be a sequence of integers, got {type(shape).__name__}")
+        raise TypeError(f"plan(): expected shape to be a sequence of integers, got {_type_name(shape)}")
     sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
     name, scratch, why = _ops._plan_transpose(sizes, dtype, torch.device(device), algorithm)
     return Plan(name, scratch, why)

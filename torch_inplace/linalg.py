@@ -93,13 +93,19 @@ class InverseExResult(NamedTuple):
 def _check_tensor(A: object, fn: str) -> None:
     # As torch.linalg's argument parser: a TypeError, not the dispatcher's RuntimeError, for a non-tensor.
     if not isinstance(A, torch.Tensor):
-        raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {type(A).__name__}")
+        raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {_type_name(A)}")
+
+
+def _type_name(value: object) -> str:
+    # As torch's argument parser names a type: qualified outside the builtins (numpy.bool, not bool).
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 def _check_bool(value: object, fn: str, name: str = "check_errors") -> None:
     # As torch.linalg's argument parser: None, ints or strings are not taken for a flag.
     if not isinstance(value, bool):
-        raise TypeError(f"{fn}(): argument '{name}' must be bool, not {type(value).__name__}")
+        raise TypeError(f"{fn}(): argument '{name}' must be bool, not {_type_name(value)}")
 
 
 def _check_pivot(pivot: object, fn: str) -> None:

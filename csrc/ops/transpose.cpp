@@ -10,6 +10,7 @@
 #include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <typeinfo>
@@ -47,12 +48,17 @@ plan::Problem shape_problem(c10::IntArrayRef shape, at::ScalarType dtype, const 
   plan::Problem p;
   p.rows = shape[shape.size() - 2];
   p.cols = shape[shape.size() - 1];
-  for (size_t i = 0; i + 2 < shape.size(); ++i) p.batch *= shape[i];
   p.esize = es;
+  // An empty shape has 0 bytes whatever its other sizes (torch.empty(2**62, 0) exists): no overflow to refuse, and
+  // a batch too large to count is an empty one to the planner.
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  for (size_t i = 0; i + 2 < shape.size(); ++i) {
+    if (c10::mul_overflows(p.batch, shape[i], &p.batch)) p.batch = 0;  // only where empty (checked below)
+  }
   int64_t bytes = es;
   for (int64_t s : shape) {
-    TORCH_CHECK(!c10::mul_overflows(bytes, s, &bytes), op, ": expected a shape of fewer than 2^63 bytes, got ", shape,
-                " of ", dtype);
+    TORCH_CHECK(empty || !c10::mul_overflows(bytes, s, &bytes), op, ": expected a shape of fewer than 2^63 bytes, got ",
+                shape, " of ", dtype);
   }
   return p;
 }
