@@ -297,6 +297,23 @@ def test_functionalize(device):
     torch.testing.assert_close(grad(functionalize(lambda a: TL.batched_inverse(a).abs().sum()))(A), want)
 
 
+@pytest.mark.parametrize("name", ["inverse_", "lu_factor_"])
+def test_grad_refuses_inplace_on_the_input_naming_the_op(name):
+    """Under grad the differentiated input is a leaf that requires grad at that level: the in-place ops refuse it as
+    PyTorch refuses its own in-place ops there, under the op's name (the copy back raised PyTorch's message alone)."""
+    A = well_conditioned((2,), 3, torch.float64, "cpu")
+    before = A.clone()
+
+    def f(a):
+        getattr(torch_inplace, name)(a)
+        return a.sum()
+
+    with pytest.raises(RuntimeError, match=f"^{name}: a leaf Variable that requires grad is being used in an "
+                                           "in-place operation"):
+        grad(f)(A)
+    assert torch.equal(A, before)
+
+
 @pytest.mark.parametrize("name", ["transpose_", "aos_to_soa_", "soa_to_aos_"])
 def test_functionalize_refuses_the_transpositions(name):
     """Under torch.func.functionalize PyTorch refuses a custom op that returns an alias of its input with an internal

@@ -295,17 +295,28 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool) -> tuple[torch.Tensor, tor
     return LUFactorEx.apply(A, check_errors)
 
 
+def _copy_back(A: torch.Tensor, result: torch.Tensor, op: str) -> torch.Tensor:
+    # copy_'s refusals (a leaf that requires grad at a transform's level, ...) come before it writes: under the
+    # op's name, as the ops' own.
+    try:
+        return A.copy_(result)
+    except RuntimeError as e:
+        if str(e).startswith(f"{op}: "):
+            raise
+        raise RuntimeError(f"{op}: {e}") from None
+
+
 def inverse_(A: torch.Tensor, inverse=None) -> torch.Tensor:
     """inverse_ out of place, then copied into A: under a transform (``inverse`` None: the autograd.Function twin;
     the transform tracks the copy as an in-place op on A), and where ``linalg._copies_back`` says so (``inverse``
     the op itself)."""
     check_inplace(A, "inverse_")
-    return A.copy_((inverse or BatchedInverse.apply)(A))
+    return _copy_back(A, (inverse or BatchedInverse.apply)(A), "inverse_")
 
 
 def lu_factor_(A: torch.Tensor, lu_factor=None) -> torch.Tensor:
     """lu_factor_ out of place, then copied into A; ``lu_factor`` as ``inverse`` of :func:`inverse_`."""
     check_inplace(A, "lu_factor_")
     LU, pivots = lu_factor(A) if lu_factor is not None else LUFactorEx.apply(A, False)[:2]
-    A.copy_(LU)
+    _copy_back(A, LU, "lu_factor_")
     return pivots
