@@ -160,9 +160,9 @@ def transpose_(t: torch.Tensor, algorithm: str = "auto") -> torch.Tensor:
             a storage with other elements outside the tensor, a storage shared with another tensor (a view of a
             tensor still held, an alias such as ``t.detach()``, an output autograd saved for backward), a leaf
             that requires grad, a dual tensor of forward-mode AD, an inference tensor outside
-            ``torch.inference_mode()``, a sparse or quantized tensor, a tensor of a torch.func transform other
-            than vmap, an unknown or inapplicable algorithm, or a workspace limit no plan fits. The tensor is
-            unchanged after a refusal.
+            ``torch.inference_mode()``, a sparse or quantized tensor, a tensor of a torch.func transform (vmap,
+            grad, jvp, ...) or of ``functionalize``, an unknown or inapplicable algorithm, or a workspace limit no
+            plan fits. The tensor is unchanged after a refusal.
 
     Conjugate and negative views are transposed in their own storage, bits and all. Memory shared outside
     PyTorch's storage bookkeeping cannot be seen: a NumPy array behind ``torch.from_numpy``, the producer of a
