@@ -8,7 +8,9 @@ host cost included: the transforms' Python layers are part of what a user pays):
 - per_sample:  vmap(grad(loss))(A)             vs the same with torch.linalg.inv; loss(a) = (inv(a) * W).sum()
 - jvp_inv:     jvp(batched_inverse, A, T)      vs jvp(torch.linalg.inv, A, T)     (forward mode)
 - jvp_lu:      jvp(lu_factor.LU, A, T)         vs jvp(torch.linalg.lu_factor.LU, A, T)
-Every result is checked against torch's (relative max error). Ratios are torch's time over ours.
+Every result is checked matrix by matrix against the same transform of torch.linalg in float64: ours within
+tol * n of it, or no farther than 16x torch's own result (bench_linalg.close_to_reference). Ratios are torch's time
+over ours.
 Then the host's cost per call of the vmapped ops on 256 matrices of 4 x 4 (the GPU keeps up, so the host is the bound:
 what the batching rules cost), against the direct calls and vmap over torch.linalg.
 
@@ -22,7 +24,7 @@ import statistics
 import torch
 from torch.func import grad, jvp, vmap
 
-from bench_linalg import bench, make_inputs, rel_err  # same directory (and it puts the repo on sys.path)
+from bench_linalg import bench, close_to_reference, make_inputs  # same directory (and it puts the repo on sys.path)
 from bench_overhead import host_us  # same directory: microseconds per enqueued call
 
 import torch_inplace as TL  # noqa: E402
@@ -43,31 +45,40 @@ def main():
             B = 1 << 16 if n <= 16 else 1 << 14
             A, T = make_inputs(B, n, dtype, seed=n), make_inputs(B, n, dtype, seed=100 + n)
             W = torch.randn(n, n, device="cuda", dtype=dtype)
+            wide = torch.complex128 if dtype.is_complex else torch.float64
+            Aw, Tw, Ww = A.to(wide), T.to(wide), W.to(wide)
+
+            def theirs_of(A, T, W):
+                def loss_torch(a):
+                    return (torch.linalg.inv(a) * W).sum()
+
+                return {"vmap_inv": lambda: vmap(torch.linalg.inv)(A),
+                        "vmap_lu": lambda: vmap(torch.linalg.lu_factor)(A).LU,
+                        "per_sample": lambda: vmap(grad(loss_torch))(A),
+                        "jvp_inv": lambda: jvp(torch.linalg.inv, (A,), (T,))[1],
+                        "jvp_lu": lambda: jvp(lambda a: torch.linalg.lu_factor(a).LU, (A,), (T,))[1]}
 
             def loss_ours(a):
                 return (TL.batched_inverse(a) * W).sum()
 
-            def loss_torch(a):
-                return (torch.linalg.inv(a) * W).sum()
-
-            cases = {
-                "vmap_inv": (lambda: vmap(TL.batched_inverse)(A), lambda: vmap(torch.linalg.inv)(A)),
-                "vmap_lu": (lambda: vmap(TL.lu_factor)(A).LU, lambda: vmap(torch.linalg.lu_factor)(A).LU),
-                "per_sample": (lambda: vmap(grad(loss_ours))(A), lambda: vmap(grad(loss_torch))(A)),
-                "jvp_inv": (lambda: jvp(TL.batched_inverse, (A,), (T,))[1],
-                            lambda: jvp(torch.linalg.inv, (A,), (T,))[1]),
-                "jvp_lu": (lambda: jvp(lambda a: TL.lu_factor(a).LU, (A,), (T,))[1],
-                           lambda: jvp(lambda a: torch.linalg.lu_factor(a).LU, (A,), (T,))[1]),
+            ours_cases = {
+                "vmap_inv": lambda: vmap(TL.batched_inverse)(A),
+                "vmap_lu": lambda: vmap(TL.lu_factor)(A).LU,
+                "per_sample": lambda: vmap(grad(loss_ours))(A),
+                "jvp_inv": lambda: jvp(TL.batched_inverse, (A,), (T,))[1],
+                "jvp_lu": lambda: jvp(lambda a: TL.lu_factor(a).LU, (A,), (T,))[1],
             }
+            theirs_cases, reference = theirs_of(A, T, W), theirs_of(Aw, Tw, Ww)
+            cases = {k: (ours_cases[k], theirs_cases[k], reference[k]) for k in ours_cases}
             reps = 9
 
             direct_ms = bench(lambda: TL.batched_inverse(A), reps, warmup=3)
-            for name, (ours, theirs) in cases.items():
-                err = rel_err(ours(), theirs())
-                ok = err <= tol * n
+            for name, (ours, theirs, ref) in cases.items():
+                err, torch_err, ok = close_to_reference(ours(), theirs(), ref(), tol * n)
                 ours_ms, torch_ms = bench(ours, reps, warmup=3), bench(theirs, reps, warmup=3)
                 row = dict(dtype=dname, n=n, batch=B, case=name, ours_ms=ours_ms, torch_ms=torch_ms,
-                           speedup=torch_ms / ours_ms, rel_err=err, ok=ok, direct_inverse_ms=direct_ms)
+                           speedup=torch_ms / ours_ms, rel_err=err, torch_rel_err=torch_err, ok=ok,
+                           direct_inverse_ms=direct_ms)
                 rows.append(row)
                 print(f"{dname} n={n:2d} B={B} {name:10s} ours {ours_ms:8.3f} ms torch {torch_ms:8.3f} ms "
                       f"x{torch_ms / ours_ms:6.2f} err {err:.1e} {'ok' if ok else 'WRONG'} "

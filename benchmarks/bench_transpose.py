@@ -4,14 +4,22 @@ Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, pl
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
 directions, fp32 and fp64); beside those (not target groups of the issue), batched (B, m, n) matrices as models
 hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields, shapes with one side a multiple of the other or a large
-common divisor (fp32), near-square shapes (fp32, fp64) and images between HWC and CHW (uint8, fp32). Baselines in the same run: y.copy_(x.mT) into a
-preallocated y, and copy bandwidth
-(2*bytes/t of a 1 GiB copy_). Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up,
-twice: with the GPU idle before the call (ratio: includes the host's cost of issuing it, which bounds small
-tensors) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as triton's do_bench measures);
-input refilled from a random source outside the timed region, the result checked against x.mT, the extra device
-memory measured (max_memory_allocated - the tensor). Writes benchmarks/results/<gpu>/bench_transpose.json and PNG
-histograms (matplotlib where available).
+common divisor (fp32), near-square shapes (fp32, fp64) and images between HWC and CHW (uint8, fp32).
+
+The prime x prime group: 24 shapes whose sides are drawn uniformly from the primes in the general workload's range
+[1000, 20000) (a slice of 200 general shapes would hold about 2), plus the general shapes that are prime x prime.
+
+Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth (2*bytes/t of a 1 GiB copy_,
+as a lone call and queued). Our side is the public function a user calls (torch_inplace.transpose_, or
+aos_to_soa_ / soa_to_aos_ for the rows labelled with a direction).
+
+Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up, twice: with the GPU idle before
+the call on both sides (ratio: includes the host's cost of issuing the call, which bounds small tensors; our refill
+is synchronized before the start event) and queued behind a sleep kernel (queued_ratio: the GPU's time alone, as
+triton's do_bench measures). Input refilled from a random source outside the timed region; our result and the
+baseline's checked against x.mT (the baseline's destination cleared first); the extra device memory measured
+(max_memory_allocated - the tensor). Writes benchmarks/results/<gpu>/bench_transpose.json (with the commit
+measured: $TORCH_INPLACE_GIT_SHA, else git's HEAD) and PNG histograms (matplotlib where available).
 
   python3 benchmarks/bench_transpose.py [--quick] [--reps 5] [--out DIR]
 """
@@ -59,6 +67,10 @@ def timed(fn, before, reps, queued=False):
     ts = []
     for r in range(reps + 1):
         before()
+        if not queued:
+            # Both sides start on an idle GPU: without this, our call (after its refill) would be issued while the
+            # refill still ran, hiding part of its host cost, while the baseline (no refill) paid all of its own.
+            torch.cuda.synchronize()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if queued:
             torch.cuda._sleep(QUEUE_CYCLES)
@@ -71,27 +83,55 @@ def timed(fn, before, reps, queued=False):
     return statistics.median(ts)
 
 
-def copy_bandwidth(reps):
+def copy_bandwidth(reps, queued=False):
+    """GB/s of a 1 GiB device copy_, timed as a lone call (what the per-call GB/s compare with) or queued."""
     n = (1 << 30) // 4
     a = torch.empty(n, device="cuda").uniform_()
     b = torch.empty_like(a)
-    ms = timed(lambda: b.copy_(a), lambda: None, reps)
+    ms = timed(lambda: b.copy_(a), lambda: None, reps, queued=queued)
     del a, b
     return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
+def source_revision():
+    """The commit measured: $TORCH_INPLACE_GIT_SHA (set where the tree is a copy without .git), else git's HEAD
+    (with '+dirty' for uncommitted changes), else None."""
+    sha = os.environ.get("TORCH_INPLACE_GIT_SHA")
+    if sha:
+        return sha
+    import subprocess
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+# The public op a user calls for each direction label: the timed call is the whole public path (the Python function,
+# the op's checks, its plan lookup, the kernels and the shape change).
+PUBLIC_OPS = {None: torch_inplace.transpose_, "aos_to_soa": torch_inplace.aos_to_soa_,
+              "soa_to_aos": torch_inplace.soa_to_aos_}
 
 
 def bench_shape(shape, esize, reps, direction=None):
     dtype = DT[esize]
     src = fill_random(torch.empty(shape, dtype=dtype, device="cuda"))
     x = torch.empty_like(src)
+    storage = x.untyped_storage()
     nbytes = src.numel() * esize
     want = src.mT.contiguous()
     plan = torch_inplace.plan(shape, dtype, "cuda")
+    op = PUBLIC_OPS[direction]
 
     def ours():
-        torch.ops.inplace._transpose_data_(x)
+        op(x)
 
     def refill():
+        # Back to the input's shape (the op left x transposed), then fresh data; outside the timed region.
+        x.set_(storage, 0, shape)
         x.copy_(src)
 
     # correctness + extra memory, once
@@ -106,7 +146,8 @@ def bench_shape(shape, esize, reps, direction=None):
     t_ours = timed(ours, refill, reps)
     t_ours_q = timed(ours, refill, reps, queued=True)
     ok = ok and bool(torch.equal(x.view(want.shape).view(torch.uint8), want.view(torch.uint8)))
-    y = want  # reuse as the out-of-place destination
+    y = want  # reuse as the out-of-place destination, cleared so that the check below sees the baseline's writes
+    y.zero_()
     t_base = timed(lambda: y.copy_(src.mT), lambda: None, reps)
     t_base_q = timed(lambda: y.copy_(src.mT), lambda: None, reps, queued=True)
     ok = ok and bool(torch.equal(y.view(torch.uint8), src.mT.contiguous().view(torch.uint8)))
@@ -116,6 +157,7 @@ def bench_shape(shape, esize, reps, direction=None):
                 gbs=2 * nbytes / (t_ours * 1e-3) / 1e9, baseline_ms=t_base,
                 baseline_gbs=2 * nbytes / (t_base * 1e-3) / 1e9, ratio=t_base / t_ours, ok=ok,
                 queued_ms=t_ours_q, queued_baseline_ms=t_base_q, queued_ratio=t_base_q / t_ours_q,
+                queued_gbs=2 * nbytes / (t_ours_q * 1e-3) / 1e9,
                 extra_bytes=int(extra), extra_limit=int(nbytes // 1000 + (1 << 20)),
                 extra_ok=extra <= nbytes // 1000 + (1 << 20))
 
@@ -244,6 +286,7 @@ def summarize(rows, key="ratio"):
                 median_gbs=statistics.median([r["gbs"] for r in rows]) if rows else None,
                 min_ratio=min(vals) if vals else None, all_ok=all(r["ok"] for r in rows),
                 median_queued_ratio=statistics.median([r["queued_ratio"] for r in rows]) if rows else None,
+                median_queued_gbs=statistics.median([r["queued_gbs"] for r in rows]) if rows else None,
                 max_extra_bytes=max((r["extra_bytes"] for r in rows), default=0),
                 all_extra_ok=all(r["extra_ok"] for r in rows))
 
@@ -332,7 +375,9 @@ def main():
     nearsq = near_square_shapes(random.Random(args.seed + 5), 4 if args.quick else args.nearsq)
     t0 = time.time()
     copy_gbs = copy_bandwidth(reps)
-    print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
+    copy_gbs_queued = copy_bandwidth(reps, queued=True)
+    print(f"device {torch.cuda.get_device_name()}; copy bandwidth {copy_gbs:.0f} GB/s per call, "
+          f"{copy_gbs_queued:.0f} GB/s queued", flush=True)
     results = {}
 
     only = set(filter(None, args.only.split(",")))
@@ -378,7 +423,8 @@ def main():
     largest = None if args.no_largest else largest_inplace()
     if largest:
         print("LARGEST", json.dumps(largest), flush=True)
-    doc = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, copy_gbs=copy_gbs, reps=reps,
+    doc = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, revision=source_revision(),
+               copy_gbs=copy_gbs, copy_gbs_queued=copy_gbs_queued, reps=reps,
                seed=args.seed, quick=args.quick, command=" ".join(sys.argv), seconds=time.time() - t0,
                summary=summary, largest=largest, rows=results)
     suffix = ("_quick" if args.quick else "") + ("_" + "_".join(sorted(only)) if only else "")

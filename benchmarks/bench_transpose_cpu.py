@@ -6,6 +6,7 @@ Writes benchmarks/results/cpu-<threads>t/bench_transpose_cpu.json.
 import json
 import os
 import platform
+import statistics
 import time
 
 import torch
@@ -20,9 +21,6 @@ SHAPES = [(4096, 4096), (4001, 6007), (6007, 4001), (3001, 2999), (1000003, 4), 
 REPS = 5
 
 
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def bench(shape, dtype):
@@ -44,7 +42,7 @@ def bench(shape, dtype):
         t0 = time.perf_counter()
         y.copy_(x.mT)
         t_out.append(time.perf_counter() - t0)
-    ti, to = median(t_in), median(t_out)
+    ti, to = statistics.median(t_in), statistics.median(t_out)
     plan = torch_inplace.plan(shape, dtype)
     row = {"shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "ms": ti * 1e3,
            "GB/s": 2 * nbytes / ti / 1e9, "baseline": "y.copy_(x.mT)", "baseline_ms": to * 1e3,
@@ -64,7 +62,7 @@ def bench(shape, dtype):
                 row["ok"] = row["ok"] and torch.equal(x, ref)
                 continue
             t_alt.append(t1 - t0)
-        row.update(alt_plan=alt, alt_ms=median(t_alt) * 1e3, speedup_vs_alt=median(t_alt) / ti)
+        row.update(alt_plan=alt, alt_ms=statistics.median(t_alt) * 1e3, speedup_vs_alt=statistics.median(t_alt) / ti)
     return row
 
 
@@ -80,13 +78,13 @@ def main():
                   (f"  ({row['alt_plan']} {row['alt_ms']:.2f} ms: {row['speedup_vs_alt']:.2f}x faster)"
                    if "alt_ms" in row else ""))
     ratios = sorted(r["ratio"] for r in rows)
-    print(f"median ratio (transpose_ speed / y.copy_(x.mT) speed): {median(ratios):.2f}")
+    print(f"median ratio (transpose_ speed / y.copy_(x.mT) speed): {statistics.median(ratios):.2f}")
     out = os.path.join(os.path.dirname(__file__), "results", f"cpu-{torch.get_num_threads()}t")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "bench_transpose_cpu.json"), "w") as f:
         json.dump({"device": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                    "torch": torch.__version__, "command": "make bench-cpu", "rows": rows,
-                   "median_ratio": median(ratios)}, f, indent=1)
+                   "median_ratio": statistics.median(ratios)}, f, indent=1)
     if not all(r["ok"] for r in rows):
         raise SystemExit("a result did not match x.mT.contiguous()")
 
