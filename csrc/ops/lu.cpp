@@ -45,7 +45,10 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
   }
 }
 
-at::Tensor contiguous_input(const at::Tensor& A) { return A.resolve_conj().resolve_neg().contiguous(); }
+at::Tensor contiguous_input(const at::Tensor& A) {
+  at::Tensor resolved = A.resolve_conj().resolve_neg();
+  return element_aligned(resolved) ? resolved.contiguous() : resolved.clone(at::MemoryFormat::Contiguous);
+}
 
 void check_info(const at::Tensor& info, const char* api, bool is_matrix) {
   at::_linalg_check_errors(info, api, is_matrix);

@@ -17,19 +17,28 @@ namespace lu {
 // the dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
 void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
 
+// Whether A's data starts at a multiple of its element size, as the kernels' element types need (a complex128
+// element is 16-byte aligned). PyTorch's own allocations always are; memory that numpy (8-byte aligned complex128),
+// torch.frombuffer or DLPack hand over may not be.
+inline bool element_aligned(const at::Tensor& A) {
+  return reinterpret_cast<uintptr_t>(A.const_data_ptr()) % static_cast<uintptr_t>(A.element_size()) == 0;
+}
+
 // How an in-place kernel, which works on contiguous (..., n, n) storage, reaches a validated A of any strides: on A
 // itself where it is contiguous; on A.mT() where that is contiguous and `transposes` (the operation commutes with
 // transposition, as inversion does: inv(B^T) = inv(B)^T), so a transposed view is still done in its own storage;
-// otherwise on a contiguous copy that is written back (extra memory the size of A, as torch.linalg's out= forms).
-// `kernel` is called exactly once.
+// otherwise (and wherever A's data is not element-aligned) on a contiguous copy that is written back (extra memory
+// the size of A, as torch.linalg's out= forms). `kernel` is called exactly once.
 template <typename F>
 auto on_dense_storage(at::Tensor& A, bool transposes, F&& kernel) -> decltype(kernel(A)) {
-  if (A.is_contiguous()) return kernel(A);
-  if (transposes) {
-    at::Tensor t = A.mT();
-    if (t.is_contiguous()) return kernel(t);
+  if (element_aligned(A)) {
+    if (A.is_contiguous()) return kernel(A);
+    if (transposes) {
+      at::Tensor t = A.mT();
+      if (t.is_contiguous()) return kernel(t);
+    }
   }
-  at::Tensor tmp = A.contiguous();
+  at::Tensor tmp = A.clone(at::MemoryFormat::Contiguous);
   if constexpr (std::is_void_v<decltype(kernel(A))>) {
     kernel(tmp);
     A.copy_(tmp);
@@ -40,7 +49,7 @@ auto on_dense_storage(at::Tensor& A, bool transposes, F&& kernel) -> decltype(ke
   }
 }
 
-// A contiguous tensor holding A's values (A itself when it already is one; conj/neg bits resolved).
+// A contiguous, element-aligned tensor holding A's values (A itself when it already is one; conj/neg bits resolved).
 at::Tensor contiguous_input(const at::Tensor& A);
 
 // Raises as torch.linalg does for singular input when any info is > 0 (syncs the host).

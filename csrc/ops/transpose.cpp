@@ -34,7 +34,7 @@ std::vector<T> contiguous_strides(c10::ArrayRef<T> sizes) {
   T s = 1;
   for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
     strides[i] = s;
-    s = s * at_least_one(sizes[i]);
+    if (i > 0) s = s * at_least_one(sizes[i]);  // no product past the first dim's stride (it could overflow)
   }
   return strides;
 }

@@ -32,7 +32,9 @@
 namespace torch_inplace {
 namespace {
 
-struct alignas(16) Bytes16 {
+// 8-byte aligned (its members'), not 16: numpy's complex128 arrays, which torch.from_numpy shares, are only
+// 8-byte aligned, and a 16-byte alignment would let the compiler use aligned 16-byte moves on them.
+struct Bytes16 {
   uint64_t lo, hi;
 };
 

@@ -183,9 +183,9 @@ at::Tensor new_pivots(const at::Tensor& A) {
   return at::empty(s, A.options().dtype(at::kInt));
 }
 
-// The kernel input: A itself when contiguous with no conj/neg bit, else a contiguous copy.
+// The kernel input: A itself when contiguous and element-aligned with no conj/neg bit, else a contiguous copy.
 at::Tensor kernel_input(const at::Tensor& A) {
-  if (A.is_contiguous() && !A.is_conj() && !A.is_neg()) return A;
+  if (A.is_contiguous() && lu::element_aligned(A) && !A.is_conj() && !A.is_neg()) return A;
   return lu::contiguous_input(A);
 }
 

@@ -44,6 +44,13 @@ const bool g_caps_registered = register_gpu_caps_provider(&gpu_caps);
 void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
   const char* op = "transpose_";
   check_transposable(self, op, CheckLevel::kMemory);
+  // The kernels move whole elements (up to 16 bytes at once), which the GPU faults on at a misaligned address (an
+  // error that ends the CUDA context). PyTorch's allocations are aligned; memory from DLPack can start anywhere.
+  const auto address = reinterpret_cast<uintptr_t>(self.const_data_ptr());
+  const auto misalignment = address % static_cast<uintptr_t>(self.element_size());
+  TORCH_CHECK(misalignment == 0, op, ": expected data aligned to its ", self.element_size(),
+              "-byte elements, got an address ", misalignment, " bytes past such a boundary (memory from another "
+              "library at an offset?); copy it into a tensor PyTorch allocated first");
   const c10::cuda::CUDAGuard guard(self.device());
   const plan::Problem problem = transpose_problem(self);
   const std::shared_ptr<const plan::Plan> cached =
