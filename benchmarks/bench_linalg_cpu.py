@@ -2,8 +2,9 @@
 
 Per (dtype, n): B matrices (2^14 for n <= 16, 2^11 above), well-conditioned random inputs (bench_linalg's), every
 result checked matrix by matrix (the inverse against a double-precision one, at least as close as torch's; the
-factors against torch's where the pivots agree, else P L U against A); ours and torch's calls alternate, and the figure is the median over the repeats of
-torch's time / ours (so that a slow moment of a shared machine hits both sides of a ratio alike).
+factors against torch's where the pivots agree, else P L U against A); ours and torch's calls alternate, and the
+figure is the median over the repeats of torch's time / ours (so that a slow moment of a shared machine hits both
+sides of a ratio alike).
 
     python benchmarks/bench_linalg_cpu.py [--n 1-32] [--dtypes float32,float64] [--reps 15] [--name bench_linalg_cpu]
 

@@ -59,6 +59,18 @@ def test_vmap_is_one_batched_call(device, dtype, n):
     # Through the public functions and the raw ops alike; the vmapped dim anywhere (in_dims), nested vmaps.
     A = well_conditioned((6,), n, dtype, device, seed=n)
     A[2] = 0  # singular: info set, the same under vmap
+    # The unbatched results the vmapped ones must equal are right: against torch.linalg (info, the inverse of the
+    # nonsingular matrices, and P L U = A), so that the comparisons below are not only ours against ours.
+    X, info = TL.batched_inverse_ex(A)
+    X_ref, info_ref = torch.linalg.inv_ex(A)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else {}
+    assert torch.equal(info, info_ref)
+    keep = info_ref == 0
+    torch.testing.assert_close(X[keep], X_ref[keep], **tol)
+    LU, piv, lu_info = TL.lu_factor_ex(A)
+    assert torch.equal(lu_info, torch.linalg.lu_factor_ex(A).info)
+    P, L, U = torch.lu_unpack(LU, piv)
+    torch.testing.assert_close((P @ L @ U)[keep], A[keep], **tol)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*performance drop.*")
         for f, g in ((TL.batched_inverse, ops.batched_inverse), (TL.lu_factor, ops.lu_factor),
@@ -396,6 +408,9 @@ RAW = [
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,ours,theirs", RAW, ids=[r[0] for r in RAW])
 def test_raw_ops_under_grad_transforms_and_forward_ad(device, name, ours, theirs):
+    # Under grad-type transforms and forward AD the raw ops hand the call to torch.linalg by design
+    # (csrc/ops/autograd/lu_autograd.cpp), so this checks that routing and its results, not the kernels: those are
+    # checked against LAPACK in test_lu.py / test_inverse.py.
     A = well_conditioned((2,), 4, torch.float64, device, seed=7)
     T = well_conditioned((2,), 4, torch.float64, device, seed=8)
     torch.testing.assert_close(grad(lambda a: ours(a).sin().sum())(A), grad(lambda a: theirs(a).sin().sum())(A))
@@ -409,7 +424,8 @@ def test_raw_ops_under_grad_transforms_and_forward_ad(device, name, ours, theirs
 
 @pytest.mark.parametrize("transform", ["vmap", "grad", "jvp", "vmap_grad"])
 def test_compiled_transforms(transform):
-    # torch.compile(fullgraph=True) over transformed code calling the public functions.
+    # torch.compile(fullgraph=True) over transformed code calling the public functions (the grad-type transforms
+    # route to torch.linalg, as in test_raw_ops_under_grad_transforms_and_forward_ad; vmap runs the kernels).
     A = well_conditioned((3,), 4, torch.float64, "cpu", seed=9)
     T = well_conditioned((3,), 4, torch.float64, "cpu", seed=10)
 
@@ -427,3 +443,27 @@ def test_compiled_transforms(transform):
     torch._dynamo.reset()
     got = torch.compile(program(TL.batched_inverse, _lu_lu), fullgraph=True, backend="aot_eager")(A)
     torch.testing.assert_close(got, program(torch.linalg.inv, lambda a: torch.linalg.lu_factor(a).LU)(A))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", [ops.batched_inverse, TL.batched_inverse, _inverse_inplace],
+                         ids=["raw", "public", "inverse_"])
+def test_double_backward_with_a_constant_cotangent(device, fn):
+    # create_graph=True with a cotangent that does not require grad (a Hessian-vector product): the backward must
+    # be the differentiable matmul form whenever grad mode is on and X requires grad, not only when G does too (the
+    # fused backward op has no derivative).
+    A = well_conditioned((3,), 5, torch.float64, device, seed=3).requires_grad_()
+    G = torch.randn(3, 5, 5, dtype=torch.float64, device=device)
+    V = torch.randn(3, 5, 5, dtype=torch.float64, device=device)
+
+    def hvp(f):
+        (g,) = torch.autograd.grad(f(A), A, G, create_graph=True)
+        assert g.requires_grad
+        return torch.autograd.grad(g, A, V)[0]
+
+    with warnings.catch_warnings():
+        # Backpropagating through the fused op is what this guards against: PyTorch's fallback only warns (and on
+        # the CPU the values can even come out right), so the warning fails the test.
+        warnings.filterwarnings("error", message=".*autograd kernel was not registered.*")
+        got = hvp(fn)
+    torch.testing.assert_close(got, hvp(torch.linalg.inv))

@@ -1,4 +1,6 @@
 """batched_inverse / batched_inverse_ex / inverse_ against torch.linalg.inv (CPU always, CUDA under `gpu`)."""
+import re
+
 import pytest
 import torch
 from torch.library import opcheck
@@ -379,16 +381,38 @@ def test_cuda_graph_capture():
 @pytest.mark.gpu
 @needs_cuda
 def test_cuda_matches_cpu_and_current_stream():
+    # The current stream is a side stream whose copy of the input waits behind a long sleep: a kernel launched on any
+    # other stream (the legacy default one, which a side stream from torch's pool does not wait for) would read the
+    # input before the copy lands, and invert zeros. Against torch.linalg on the CPU.
+    s = torch.cuda.Stream()
     for dtype in DTYPES:
         for n in (1, 2, 3, 5, 8, 13, 16, 17, 24, 32):
             A = well_conditioned((333,), n, dtype, "cpu", seed=n)
-            X_cpu = TL.batched_inverse(A)
-            s = torch.cuda.Stream()
+            X_ref, info_ref = torch.linalg.inv_ex(A)
+            assert (info_ref == 0).all()
+            src = A.cuda()
+            dst, dst_inplace = torch.zeros_like(src), torch.zeros_like(src)
+            TL.batched_inverse_ex(src)  # the kernels loaded before the sleep (a lazy load might synchronize)
+            TL.batched_inverse(src)
+            TL.inverse_(src.clone())
+            torch.cuda.synchronize()
             with torch.cuda.stream(s):
-                X_gpu, info = TL.batched_inverse_ex(A.cuda())
+                torch.cuda._sleep(50_000_000)  # on s: about 25 ms
+                dst.copy_(src)
+                dst_inplace.copy_(src)
+                X, info = TL.batched_inverse_ex(dst)
+                X_noinfo = TL.batched_inverse(dst)
+                TL.inverse_(dst_inplace)
+                got = [t.cpu() for t in (X, info, X_noinfo, dst_inplace)]  # read back on s
             s.synchronize()
+            X, info, X_noinfo, X_inplace = got
+            assert torch.equal(info, info_ref), f"{dtype} n={n}: info {info.unique()}"
             tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
-            torch.testing.assert_close(X_gpu.cpu(), X_cpu, rtol=tol, atol=tol * n)
+            for what, out in (("batched_inverse_ex", X), ("batched_inverse", X_noinfo), ("inverse_", X_inplace)):
+                torch.testing.assert_close(out, X_ref, rtol=tol, atol=tol * n,
+                                           msg=lambda m: f"{what} {dtype} n={n}: {m}")
+            ratio = residual_ratio(A, X).max().item()
+            assert ratio <= 30, f"{dtype} n={n}: residual ratio {ratio}"
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -407,20 +431,40 @@ def test_inverse_backward_op_every_n(device):
         torch.ops.inplace._inverse_backward(X, G[:, :1])
 
 
+def kernels_launched(fn):
+    """fn() and the names of the library's kernels it launched, in launch order (torch.profiler's CUDA activity: the
+    ops report no kernel of their own), e.g. "dmma_inverse_backward_kernel"."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                    key=lambda e: e.time_range.start)
+    found = [re.search(r"torch_inplace::kernels::lu::(\w+)<", e.name) for e in events]
+    return out, [m.group(1) for m in found if m]
+
+
 @pytest.mark.gpu
 @needs_cuda
 @pytest.mark.parametrize("n", range(17, 33))
 def test_inverse_backward_tensor_cores_match_fma_kernels(n, monkeypatch):
     """float64 n = 17..32: the fp64 tensor-core backward (mma.sync) against the FMA kernels
-    (TORCH_INPLACE_LU_DMMA_BACKWARD=0) and against -X^T G X^T; aligned and unaligned data, a batch ending mid-block."""
+    (TORCH_INPLACE_LU_DMMA_BACKWARD=0) and against -X^T G X^T; aligned and unaligned data, a batch ending mid-block.
+    The profiler names the kernel each call ran: launch_inverse_backward (csrc/ops/cuda/lu_launch.cuh) takes the
+    tensor cores on compute capability 8.0 and up unless the variable is 0, else the block variant where
+    BlockBackwardGeometry::kSupported (n = 17..24, 31, 32; csrc/kernels/lu/inverse_backward.cuh), else the row
+    kernel."""
     batch = 1001
     X = well_conditioned((batch,), n, torch.float64, "cuda", seed=n)
     G = well_conditioned((batch,), n, torch.float64, "cuda", seed=200 + n)
     ref = -(X.mT @ G @ X.mT)
+    fma = "block_inverse_backward_kernel" if n <= 24 or n >= 31 else "inverse_backward_kernel"
+    tensor_cores = "dmma_inverse_backward_kernel" if torch.cuda.get_device_capability()[0] >= 8 else fma
     outs = []
-    for env in ("1", "0"):
+    for env, kernel in (("1", tensor_cores), ("0", fma)):
         monkeypatch.setenv("TORCH_INPLACE_LU_DMMA_BACKWARD", env)
-        outs.append(torch.ops.inplace._inverse_backward(X, G))
+        out, ran = kernels_launched(lambda: torch.ops.inplace._inverse_backward(X, G))
+        assert ran == [kernel], f"TORCH_INPLACE_LU_DMMA_BACKWARD={env} ran {ran}"
+        outs.append(out)
     monkeypatch.delenv("TORCH_INPLACE_LU_DMMA_BACKWARD")
     store = torch.empty(2 * batch * n * n + 1, dtype=torch.float64, device="cuda")
     Xu = store[1:batch * n * n + 1].view(batch, n, n)
@@ -428,7 +472,9 @@ def test_inverse_backward_tensor_cores_match_fma_kernels(n, monkeypatch):
     Xu.copy_(X)
     Gu.copy_(G)
     assert Xu.data_ptr() % 16 != 0
-    outs.append(torch.ops.inplace._inverse_backward(Xu, Gu))
+    out, ran = kernels_launched(lambda: torch.ops.inplace._inverse_backward(Xu, Gu))
+    assert ran == [tensor_cores], f"unaligned data ran {ran}"
+    outs.append(out)
     for out in outs:
         torch.testing.assert_close(out, ref, rtol=1e-11, atol=1e-11 * n * ref.abs().amax().item())
     assert torch.equal(outs[0], outs[2])

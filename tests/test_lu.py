@@ -88,6 +88,42 @@ def test_nan_inf_inputs(device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_non_finite_inputs_info_matches_lapack(dtype):
+    # CPU: NaN / inf entries placed at random; info as LAPACK's (torch's CPU path): a NaN pivot is not a zero pivot.
+    g = torch.Generator().manual_seed(11)
+    for n in (1, 2, 3, 5, 16, 32):
+        for trial in range(12):
+            A = random_matrices((), n, dtype, "cpu", seed=trial)
+            for _ in range(int(torch.randint(1, 4, (1,), generator=g))):
+                i, j = torch.randint(0, n, (2,), generator=g).tolist()
+                A[i, j] = (float("nan"), float("inf"), -float("inf"))[int(torch.randint(0, 3, (1,), generator=g))]
+            info = TL.lu_factor_ex(A).info
+            assert torch.equal(info, torch.linalg.lu_factor_ex(A).info), (n, trial, A)
+    A = torch.full((3, 3), float("nan"), dtype=dtype)
+    assert int(TL.lu_factor_ex(A).info) == 0 and int(torch.linalg.lu_factor_ex(A).info) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exact_ties_pick_the_first_row_as_lapack(dtype):
+    # Small-integer matrices tie in exact arithmetic at many steps; the kernels take the first of the largest |x|
+    # as LAPACK's idamax does, so the pivots equal torch's (CPU) up to n = 16 (README). Complex ties of |re| + |im|
+    # can round apart in either implementation, so real dtypes only.
+    A = torch.tensor([[1.0, 2.0], [-1.0, 3.0]], dtype=dtype)
+    assert TL.lu_factor(A).pivots.tolist() == [1, 2] == torch.linalg.lu_factor(A).pivots.tolist()
+    g = torch.Generator().manual_seed(5)
+    compared = 0
+    for n in range(2, 17):
+        A = torch.randint(-2, 3, (100, n, n), generator=g).to(dtype)
+        LU, piv, info = TL.lu_factor_ex(A)
+        LU_ref, piv_ref, info_ref = torch.linalg.lu_factor_ex(A)
+        ok = (info == 0) & (info_ref == 0)
+        assert torch.equal(piv[ok], piv_ref[ok]), n
+        torch.testing.assert_close(LU[ok], LU_ref[ok])
+        compared += int(ok.sum())
+    assert compared > 1000
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_subnormal_pivots_give_finite_factors(dtype):
     """A column whose entries are all subnormal (below sfmin): LAPACK's getf2 divides by such a pivot instead of
     multiplying by its reciprocal (inf), so the multipliers stay finite. The CPU kernel does the same. Scaling a
@@ -352,6 +388,15 @@ def test_tuning_op_validates_and_resets():
     for args, msg in bad:
         with pytest.raises(RuntimeError, match="_small_lu_tuning: " + msg):
             op(*args)
+    try:
+        _set_and_reset_overrides(op)
+    finally:  # overrides are process-wide: none may outlive a failure here
+        for kind, dtype, n in (("inverse", torch.float64, 7), ("lu", torch.float64, 20), ("inverse", torch.float64, 24),
+                               ("lu", torch.float32, 6), ("lu", torch.float64, 12)):
+            op(kind, dtype, n, 0, 0)
+
+
+def _set_and_reset_overrides(op):
     assert op("inverse", torch.float64, 7, 2, 4) == 2
     assert op("inverse", torch.float64, 7) == 2          # query
     assert op("inverse", torch.float64, 7, 0, 0) == 0    # reset to the committed table

@@ -62,6 +62,20 @@ def test_plan_scratch_matches_what_the_op_records(shape):
     assert stats.calls == 1 and stats.last_bytes == expected and stats.peak_bytes == expected
 
 
+def test_workspace_stats_over_several_calls():
+    # peak is the largest call's scratch (not the latest's), total their sum, calls every op call; reset zeroes all.
+    shapes = [(3001, 1999), (301, 199), (64, 64), (1000, 3000)]
+    need = [torch_inplace.plan(s, torch.float32).scratch_bytes for s in shapes]
+    assert need[0] > need[1] > 0 and need[2] == 0  # a big call, a smaller one after it, one without scratch
+    torch_inplace.reset_workspace_stats()
+    for s in shapes:
+        torch_inplace.transpose_(rand(s, torch.float32))
+    stats = torch_inplace.workspace_stats()
+    assert stats == (need[-1], max(need), sum(need), len(shapes)), (stats, need)
+    torch_inplace.reset_workspace_stats()
+    assert torch_inplace.workspace_stats() == (0, 0, 0, 0)
+
+
 @pytest.mark.parametrize("device", devices())
 def test_workspace_limit_context_manager(device, monkeypatch):
     if device == "cuda":

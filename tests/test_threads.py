@@ -116,6 +116,27 @@ def test_thread_count_changed_by_another_thread():
     assert r.stdout.split()[-4:] == ["5", "True", "True", "8"], r.stdout
 
 
+def test_plan_cache_keys_the_thread_count():
+    """A CPU plan's scratch has a region per thread, so the cache must not hand a plan made for one thread count to
+    a call at another (an internal assert, or a heap overflow without it). The same shapes at 1, 2, 4 and again 1
+    threads, in one process without clearing the cache; every result checked and every call's scratch the plan's
+    for its thread count."""
+    from conftest import num_threads
+
+    shapes = [(300, 200), (1000, 3000), (3001, 1999), (1000003, 4)]
+    torch.ops.inplace._clear_plan_cache()
+    for threads in (1, 2, 4, 1):
+        with num_threads(threads):
+            for shape in shapes:
+                x = torch.randn(shape)
+                want = x.mT.contiguous()
+                need = torch_inplace.plan(shape, torch.float32).scratch_bytes
+                torch_inplace.reset_workspace_stats()
+                torch_inplace.transpose_(x)
+                assert torch.equal(x, want), (threads, shape)
+                assert torch_inplace.workspace_stats().last_bytes == need, (threads, shape)
+
+
 def test_plan_cache_under_a_changing_limit():
     """A cached plan is the one its key describes: the planner ran under a second read of the workspace limit, so
     while another thread toggled the process-wide limit between 0 and none, plans that need scratch were cached
