@@ -36,6 +36,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch_inplace  # noqa: E402
+from bench_linalg import source_revision  # noqa: E402  (same directory)
 
 DT = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
 
@@ -91,23 +92,6 @@ def copy_bandwidth(reps, queued=False):
     ms = timed(lambda: b.copy_(a), lambda: None, reps, queued=queued)
     del a, b
     return 2 * (1 << 30) / (ms * 1e-3) / 1e9
-
-
-def source_revision():
-    """The commit measured: $TORCH_INPLACE_GIT_SHA (set where the tree is a copy without .git), else git's HEAD
-    (with '+dirty' for uncommitted changes), else None."""
-    sha = os.environ.get("TORCH_INPLACE_GIT_SHA")
-    if sha:
-        return sha
-    import subprocess
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True)
-        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 # The public op a user calls for each direction label: the timed call is the whole public path (the Python function,

@@ -1,6 +1,7 @@
 import contextlib
 import os
 import random
+import re
 import sys
 import zlib
 
@@ -104,3 +105,16 @@ def python_subprocess_env():
 
 
 PY = sys.executable
+
+
+def cuda_kernels_launched(fn, pattern):
+    """fn() and, in launch order, the match groups of `pattern` (a regex) in the names of the CUDA kernels that
+    torch.profiler recorded while fn ran (the ops report no kernel of their own); names that do not match are left
+    out."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                    key=lambda e: e.time_range.start)
+    found = [re.search(pattern, e.name) for e in events]
+    return out, [m.groups() for m in found if m]

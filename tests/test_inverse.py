@@ -1,12 +1,11 @@
 """batched_inverse / batched_inverse_ex / inverse_ against torch.linalg.inv (CPU always, CUDA under `gpu`)."""
-import re
-
 import pytest
 import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
-from conftest import LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, needs_cuda, same_bits, well_conditioned
+from conftest import (LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, cuda_kernels_launched, needs_cuda, same_bits,
+                      well_conditioned)
 
 
 
@@ -432,15 +431,9 @@ def test_inverse_backward_op_every_n(device):
 
 
 def kernels_launched(fn):
-    """fn() and the names of the library's kernels it launched, in launch order (torch.profiler's CUDA activity: the
-    ops report no kernel of their own), e.g. "dmma_inverse_backward_kernel"."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True) as prof:
-        out = fn()
-        torch.cuda.synchronize()
-    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                    key=lambda e: e.time_range.start)
-    found = [re.search(r"torch_inplace::kernels::lu::(\w+)<", e.name) for e in events]
-    return out, [m.group(1) for m in found if m]
+    """fn() and the names of the library's kernels it launched, in launch order, e.g. "dmma_inverse_backward_kernel"."""
+    out, found = cuda_kernels_launched(fn, r"torch_inplace::kernels::lu::(\w+)<")
+    return out, [name for (name,) in found]
 
 
 @pytest.mark.gpu

@@ -4,13 +4,12 @@ lane holds which row (or which part of a row), never the arithmetic of an entry,
 one-row-per-lane kernel's bit for bit. The float64 inverse on the fp64 tensor cores (-4) sums its updates in another
 order and is checked against LAPACK and torch.linalg instead. The shared-memory kernels of n > 32 (-5, medium_lu.cuh; forced at n <= 32)
 order their arithmetic differently and are checked against LAPACK: pivots, info, P L U = A and A X = I."""
-import re
 
 import pytest
 import torch
 
 import torch_inplace.linalg as TL
-from conftest import needs_cuda, well_conditioned
+from conftest import cuda_kernels_launched, needs_cuda, well_conditioned
 
 pytestmark = [pytest.mark.gpu, needs_cuda]
 
@@ -66,14 +65,9 @@ def variant_exists(dtype, n, rows):
 
 def kernels_launched(fn):
     """fn() and the (name, template arguments) of the library's LU kernels it launched, in launch order: the CUDA
-    kernels torch.profiler records (the ops report no kernel of their own), e.g. ("small_lu_kernel", "float,5,3")."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True) as prof:
-        out = fn()
-        torch.cuda.synchronize()
-    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                    key=lambda e: e.time_range.start)
-    found = [re.search(r"torch_inplace::kernels::lu::(\w+)<([^<>]*)>", e.name) for e in events]
-    return out, [(m.group(1), m.group(2).replace(" ", "")) for m in found if m]
+    kernels torch.profiler records, e.g. ("small_lu_kernel", "float,5,3")."""
+    out, found = cuda_kernels_launched(fn, r"torch_inplace::kernels::lu::(\w+)<([^<>]*)>")
+    return out, [(name, args.replace(" ", "")) for name, args in found]
 
 
 RATIO_MAX = 30  # LAPACK's threshold for its test ratios (xGET01, xGET03)
