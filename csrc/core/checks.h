@@ -3,6 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "plan/transpose_plan.h"
@@ -21,6 +22,14 @@ enum class CheckLevel {
   // of a tensor that Python code still holds is refused.
   kPublic,
 };
+
+// Bytes past the last multiple of its element size at which `t`'s data starts. 0 for PyTorch's own allocations;
+// memory that numpy (8-byte aligned complex128), torch.frombuffer or DLPack hand over can start anywhere, and the
+// kernels' element types (a complex128 element is 16-byte aligned) need 0.
+inline int64_t element_misalignment(const at::Tensor& t) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.const_data_ptr()) %
+                              static_cast<uintptr_t>(t.element_size()));
+}
 
 // The dtypes the transposition ops take: not quantized, elements of 1, 2, 4, 8 or 16 bytes. Throws naming `op`;
 // `what` ("tensor", "dtype") is what the message says was expected.

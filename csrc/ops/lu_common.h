@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/checks.h"
 #include "ops/lu_rows.h"
 
 namespace torch_inplace {
@@ -17,12 +18,8 @@ namespace lu {
 // the dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
 void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
 
-// Whether A's data starts at a multiple of its element size, as the kernels' element types need (a complex128
-// element is 16-byte aligned). PyTorch's own allocations always are; memory that numpy (8-byte aligned complex128),
-// torch.frombuffer or DLPack hand over may not be.
-inline bool element_aligned(const at::Tensor& A) {
-  return reinterpret_cast<uintptr_t>(A.const_data_ptr()) % static_cast<uintptr_t>(A.element_size()) == 0;
-}
+// Whether A's data starts at a multiple of its element size, as the kernels' element types need (core/checks.h).
+inline bool element_aligned(const at::Tensor& A) { return element_misalignment(A) == 0; }
 
 // How an in-place kernel, which works on contiguous (..., n, n) storage, reaches a validated A of any strides: on A
 // itself where it is contiguous; on A.mT() where that is contiguous and `transposes` (the operation commutes with

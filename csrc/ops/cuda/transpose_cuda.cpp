@@ -46,8 +46,7 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
   check_transposable(self, op, CheckLevel::kMemory);
   // The kernels move whole elements (up to 16 bytes at once), which the GPU faults on at a misaligned address (an
   // error that ends the CUDA context). PyTorch's allocations are aligned; memory from DLPack can start anywhere.
-  const auto address = reinterpret_cast<uintptr_t>(self.const_data_ptr());
-  const auto misalignment = address % static_cast<uintptr_t>(self.element_size());
+  const int64_t misalignment = element_misalignment(self);
   TORCH_CHECK(misalignment == 0, op, ": expected data aligned to its ", self.element_size(),
               "-byte elements, got an address ", misalignment, " bytes past such a boundary (memory from another "
               "library at an offset?); copy it into a tensor PyTorch allocated first");
