@@ -8,7 +8,7 @@ import torch
 
 import torch_inplace
 import torch_inplace.linalg as TL
-from conftest import devices, well_conditioned
+from conftest import devices, num_threads, well_conditioned
 
 SHAPES = [(64, 64), (1000, 7), (7, 1000), (97, 89), (3, 40, 60), (256, 96), (331, 1), (2, 5, 1200),
           (5000, 3, 4)]
@@ -121,8 +121,6 @@ def test_plan_cache_keys_the_thread_count():
     a call at another (an internal assert, or a heap overflow without it). The same shapes at 1, 2, 4 and again 1
     threads, in one process without clearing the cache; every result checked and every call's scratch the plan's
     for its thread count."""
-    from conftest import num_threads
-
     shapes = [(300, 200), (1000, 3000), (3001, 1999), (1000003, 4)]
     torch.ops.inplace._clear_plan_cache()
     for threads in (1, 2, 4, 1):
