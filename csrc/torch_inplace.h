@@ -67,30 +67,32 @@ TORCH_INPLACE_API TransposePlan plan_transpose(c10::IntArrayRef shape, at::Scala
 // Scratch memory. Every op takes its scratch from PyTorch's allocator (the caching allocator on GPUs); the planner
 // only picks algorithms whose scratch fits the workspace limit, and an op for which none fits raises before it
 // writes anything. -1: no limit (the default).
-//   workspace_limit():         the limit of the calling thread's calls: its innermost WorkspaceLimitGuard's, else
-//                              the process-wide one.
+//   workspace_limit():         the limit of the calling thread's calls: its latest WorkspaceLimitGuard still alive,
+//                              else the process-wide one.
 //   set_workspace_limit(b):    the process-wide limit (every thread without a guard); b >= 0, or -1; c10::Error
 //                              below -1.
 TORCH_INPLACE_API int64_t workspace_limit();
 TORCH_INPLACE_API void set_workspace_limit(int64_t bytes);
 
 namespace detail {
-TORCH_INPLACE_API int64_t enter_workspace_limit_scope(int64_t bytes);  // c10::Error below -1; returns the prior scope
-TORCH_INPLACE_API void exit_workspace_limit_scope(int64_t previous);
+// Opens a scope of the calling thread (c10::Error below -1) and returns its id; closing it (on the same thread)
+// removes it, in any order, and returns false where no open scope of this thread has that id.
+TORCH_INPLACE_API int64_t enter_workspace_limit_scope(int64_t bytes);
+TORCH_INPLACE_API bool exit_workspace_limit_scope(int64_t scope) noexcept;
 }  // namespace detail
 
-// Sets the calling thread's workspace limit for its scope, over the process-wide one, and restores the thread's
-// previous limit on exit (Python's `with torch_inplace.workspace_limit(bytes):`). Other threads do not see it.
-// Guards on one thread must end in the reverse order of their construction, as scopes do.
+// Sets the calling thread's workspace limit for its scope, over the process-wide one (Python's
+// `with torch_inplace.workspace_limit(bytes):`); the thread's latest guard still alive applies. Other threads do
+// not see it. A guard must end on the thread that made it.
 class WorkspaceLimitGuard {
  public:
-  explicit WorkspaceLimitGuard(int64_t bytes) : previous_(detail::enter_workspace_limit_scope(bytes)) {}
-  ~WorkspaceLimitGuard() { detail::exit_workspace_limit_scope(previous_); }
+  explicit WorkspaceLimitGuard(int64_t bytes) : scope_(detail::enter_workspace_limit_scope(bytes)) {}
+  ~WorkspaceLimitGuard() { detail::exit_workspace_limit_scope(scope_); }
   WorkspaceLimitGuard(const WorkspaceLimitGuard&) = delete;
   WorkspaceLimitGuard& operator=(const WorkspaceLimitGuard&) = delete;
 
  private:
-  int64_t previous_;
+  int64_t scope_;
 };
 
 // Scratch bytes the ops took since the last reset_workspace_stats().

@@ -152,6 +152,62 @@ def test_workspace_limit_context_is_per_thread():
         torch_inplace.set_workspace_limit(None)
 
 
+def test_workspace_limit_contexts_end_in_any_order():
+    """Generators and asyncio tasks that hold a context across a yield / await end their contexts out of order on
+    one thread. Each exit used to restore the limit saved at its entry, which put back the limit of a context
+    already left: after both had ended the thread kept a limit of 100 and refused later calls. Now the latest
+    context the thread entered and has not left applies (contexts belong to the thread, as torch.no_grad()'s state
+    does), and none outlives its exit."""
+    import asyncio
+
+    def gen(n):
+        with torch_inplace.workspace_limit(n):
+            yield torch_inplace.get_workspace_limit()
+            yield torch_inplace.get_workspace_limit()
+
+    a, b = gen(100), gen(200)
+    assert (next(a), next(b)) == (100, 200)
+    assert next(a) == 200  # b's context, entered last, is open on this thread
+    a.close()
+    assert torch_inplace.get_workspace_limit() == 200  # still b's (not the none that a's entry had seen)
+    b.close()
+    assert torch_inplace.get_workspace_limit() == -1
+    x = torch.randn(3001, 7)
+    want = x.mT.contiguous()
+    assert torch_inplace.plan(x.shape).scratch_bytes > 100
+    assert torch.equal(torch_inplace.transpose_(x), want)
+
+    async def task(n, delay):
+        with torch_inplace.workspace_limit(n):
+            await asyncio.sleep(delay)
+        return torch_inplace.get_workspace_limit()
+
+    async def both():
+        return await asyncio.gather(task(100, 0.01), task(200, 0.05))
+
+    assert asyncio.run(both()) == [200, -1]  # the first to end still sees the other's; then none
+    assert torch_inplace.get_workspace_limit() == -1
+
+
+def test_workspace_limit_context_ended_on_another_thread_is_refused():
+    """A context belongs to the thread that entered it: ending it on another thread (a generator resumed there)
+    raises, naming workspace_limit, and leaves that thread's limit alone (the exit used to put the entering thread's
+    saved limit on it)."""
+    import threading
+
+    def gen():
+        with torch_inplace.workspace_limit(100):
+            yield
+
+    g = gen()
+    t = threading.Thread(target=next, args=(g,))  # entered on t, which then ends
+    t.start()
+    t.join()
+    with pytest.raises(RuntimeError, match="workspace_limit: expected the context to end on the thread that entered"):
+        g.close()
+    assert torch_inplace.get_workspace_limit() == -1
+
+
 @pytest.mark.parametrize("fn", ["set_workspace_limit", "workspace_limit"])
 @pytest.mark.parametrize("bad", [-5, 2**63])
 def test_workspace_limit_out_of_range_names_the_function(fn, bad):

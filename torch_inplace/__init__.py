@@ -312,14 +312,14 @@ def _enter_limit(nbytes: int) -> int:
 
 
 @torch.compiler.disable
-def _exit_limit(previous: int) -> None:
-    _ops._exit_workspace_limit(previous)
+def _exit_limit(scope: int) -> None:
+    _ops._exit_workspace_limit(scope)
 
 
 @torch.compiler.disable
 def get_workspace_limit() -> int:
-    """The limit on scratch bytes per op call that applies to this thread's calls (-1: none): the innermost
-    :func:`workspace_limit` context's of this thread, else the process-wide one (:func:`set_workspace_limit`)."""
+    """The limit on scratch bytes per op call that applies to this thread's calls (-1: none): the latest
+    :func:`workspace_limit` context this thread entered and has not left, else the process-wide one (:func:`set_workspace_limit`)."""
     return int(_ops._workspace_limit())
 
 
@@ -347,22 +347,26 @@ def set_workspace_limit(nbytes: Optional[int]) -> None:
 @contextlib.contextmanager
 def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     """Context manager: inside it the planner only picks algorithms whose scratch fits in ``nbytes`` and ops
-    raise (before touching their input) when none does. Restores the previous limit on exit.
+    raise (before touching their input) when none does. Ends on exit.
 
     The limit applies to the calls of the thread that entered the context (like ``torch.no_grad()``), over the
-    process-wide one of :func:`set_workspace_limit`; other threads keep theirs. Contexts nest.
+    process-wide one of :func:`set_workspace_limit`; other threads keep theirs. Contexts nest: the latest one the
+    thread entered and has not left applies. They may end in any order (generators or asyncio tasks that hold one
+    across a ``yield`` or an ``await``), but they belong to the thread, not to the task: tasks interleaved on one
+    thread see each other's limits while both are open. A context must end on the thread that entered it.
 
     Args:
         nbytes: scratch bytes per op call; ``None`` (or -1) for no limit.
 
     Raises:
-        TypeError / RuntimeError: as :func:`set_workspace_limit`.
+        TypeError / RuntimeError: as :func:`set_workspace_limit`; RuntimeError on exit on another thread than the
+            one that entered the context.
     """
-    previous = _enter_limit(_limit_bytes(nbytes, "workspace_limit"))
+    scope = _enter_limit(_limit_bytes(nbytes, "workspace_limit"))
     try:
         yield
     finally:
-        _exit_limit(previous)
+        _exit_limit(scope)
 
 
 class WorkspaceStats(NamedTuple):

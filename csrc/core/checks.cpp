@@ -6,6 +6,11 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/autograd/variable.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -100,11 +105,14 @@ std::string replayed_view_hint(const at::Tensor& self) {
 
 void register_transposable_storage(const c10::Storage& storage) {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
-  // Drop expired entries now and then so the map does not grow without bound.
-  if (g_registry.size() > 1024) {
+  // Drop expired entries now and then so the map does not grow without bound: once it has doubled since the last
+  // sweep (a sweep at every call past a fixed size took each call through every live entry, under the lock).
+  static size_t sweep_at = 1024;
+  if (g_registry.size() >= sweep_at) {
     for (auto it = g_registry.begin(); it != g_registry.end();) {
       it = it->second.expired() ? g_registry.erase(it) : std::next(it);
     }
+    sweep_at = std::max<size_t>(1024, 2 * g_registry.size());
   }
   g_registry.insert_or_assign(storage.unsafeGetStorageImpl(),
                               c10::weak_intrusive_ptr<c10::StorageImpl>(storage.getWeakStorageImpl()));
@@ -250,15 +258,24 @@ bool register_gpu_caps_provider(DeviceCapsProvider provider) {
   return true;
 }
 
+void init_parallel_thread() {
+  thread_local bool done = false;
+  if (done) return;
+  const int threads = at::get_num_threads();  // libtorch's own initialisation of this thread (if not done yet)
+  at::internal::lazy_init_num_threads();       // this library's: may set the process-wide count
+#ifdef _OPENMP
+  if (at::get_num_threads() != threads) omp_set_num_threads(threads);
+#endif
+  done = true;
+}
+
 plan::DeviceCaps device_caps(const c10::Device& device) {
   if (device.is_cpu()) {
     plan::DeviceCaps caps;
     caps.backend = plan::Backend::CPU;
-    // The CPU plans size their scratch by thread count, one region per thread of the parallel regions. The first
-    // at::parallel_for of this library on a thread resets that thread's OpenMP team size to the process-wide count
-    // (lazy_init_num_threads: a thread_local flag per shared library), which another thread may have changed since
-    // this one set its own: so initialise first, then read the count those regions will use.
-    at::internal::lazy_init_num_threads();
+    // The CPU plans size their scratch by thread count, one region per thread of the parallel regions: the count
+    // those regions will use, read after the first region's initialisation.
+    init_parallel_thread();
     caps.num_threads = at::get_num_threads();
     return caps;
   }
@@ -305,7 +322,9 @@ struct PlanKeyHash {
 plan::Plan make_or_throw(const plan::Problem& p, const plan::DeviceCaps& caps, plan::Algo forced, int64_t limit,
                          const char* op) {
   try {
-    return plan::make_plan(p, caps, forced, limit);
+    plan::Plan pl = plan::make_plan(p, caps, forced, limit);
+    pl.workspace_limit = limit;
+    return pl;
   } catch (const plan::PlanError& e) {
     TORCH_CHECK(false, op, ": ", e.message);
   }

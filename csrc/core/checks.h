@@ -69,6 +69,13 @@ plan::Problem transpose_problem(const at::Tensor& self);
 
 // Device capabilities for the planner. GPU builds register a provider at load time.
 plan::DeviceCaps device_caps(const c10::Device& device);
+
+// Before this library's first at::parallel_for on the calling thread: leaves the thread's OpenMP team size as it is.
+// ATen's lazy_init_num_threads (run by every at::parallel_for) keeps its "done" flag per shared library, and its first
+// run in this library on a thread set that thread's team size to the process-wide count, over a count the thread had
+// chosen itself (torch.set_num_threads on it), for torch's own ops on the thread afterwards too. device_caps (CPU)
+// calls it, and so do the CPU ops that plan nothing.
+void init_parallel_thread();
 using DeviceCapsProvider = plan::DeviceCaps (*)(int device_index);
 bool register_gpu_caps_provider(DeviceCapsProvider provider);
 // Whether this build carries GPU (CUDA or HIP) kernels.

@@ -6,17 +6,25 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 namespace torch_inplace {
 
 namespace {
-// The process-wide default (set_workspace_limit), and the calling thread's scoped limit (WorkspaceLimitGuard,
-// Python's `with workspace_limit(...)`), which overrides it while set. Scoped limits are per thread so that
-// overlapping scopes on different threads cannot leave a stale limit behind (one thread restoring its previous
-// value while another's scope is open), as a single global that both saved and restored could.
-constexpr int64_t kNoScopedLimit = -2;
+// The process-wide default (set_workspace_limit), and the calling thread's open scopes (WorkspaceLimitGuard,
+// Python's `with workspace_limit(...)`), the latest open one overriding it. Scopes are per thread so that
+// overlapping scopes on different threads cannot leave a stale limit behind, as a single global that both saved and
+// restored could. A thread's scopes form a list rather than a saved value each: Python generators and asyncio tasks
+// that hold a `with workspace_limit(...)` across a yield or an await close their scopes on the thread out of order,
+// and restoring saved values then put back the limit of a scope already closed, which stayed on the thread after
+// every scope had ended. Closing a scope removes it alone.
+struct Scope {
+  int64_t id;
+  int64_t bytes;
+};
 std::atomic<int64_t> g_limit{-1};
-thread_local int64_t t_scoped_limit = kNoScopedLimit;
+thread_local std::vector<Scope> t_scopes;
+thread_local int64_t t_last_scope_id = 0;
 std::mutex g_stats_mutex;
 WorkspaceStats g_stats;
 
@@ -26,8 +34,8 @@ void check_limit(int64_t bytes, const char* fn) {
 }  // namespace
 
 int64_t workspace_limit() {
-  const int64_t scoped = t_scoped_limit;
-  return scoped != kNoScopedLimit ? scoped : g_limit.load();
+  const std::vector<Scope>& scopes = t_scopes;
+  return scopes.empty() ? g_limit.load() : scopes.back().bytes;
 }
 
 void set_workspace_limit(int64_t bytes) {
@@ -38,14 +46,19 @@ void set_workspace_limit(int64_t bytes) {
 namespace detail {
 int64_t enter_workspace_limit_scope(int64_t bytes) {
   check_limit(bytes, "workspace_limit");
-  const int64_t previous = t_scoped_limit;
-  t_scoped_limit = bytes;
-  return previous;
+  t_scopes.push_back({++t_last_scope_id, bytes});
+  return t_last_scope_id;
 }
 
-void exit_workspace_limit_scope(int64_t previous) {
-  TORCH_CHECK(previous >= kNoScopedLimit, "workspace_limit: internal error: restoring a scope of ", previous);
-  t_scoped_limit = previous;
+bool exit_workspace_limit_scope(int64_t scope) noexcept {
+  std::vector<Scope>& scopes = t_scopes;
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    if (it->id == scope) {
+      scopes.erase(std::next(it).base());
+      return true;
+    }
+  }
+  return false;
 }
 }  // namespace detail
 
@@ -67,9 +80,8 @@ void record_workspace(int64_t bytes) {
   g_stats.calls += 1;
 }
 
-at::Tensor allocate_workspace(int64_t bytes, c10::Device device, const char* op) {
+at::Tensor allocate_workspace(int64_t bytes, int64_t limit, c10::Device device, const char* op) {
   TORCH_CHECK(bytes >= 0, op, ": internal error: negative workspace request ", bytes);
-  const int64_t limit = workspace_limit();
   TORCH_CHECK(limit < 0 || bytes <= limit, op, ": needs ", bytes, " bytes of workspace, over the limit of ", limit,
               " bytes set by the workspace limit (torch_inplace.workspace_limit / set_workspace_limit)");
   record_workspace(bytes);

@@ -14,10 +14,11 @@ namespace torch_inplace {
 // Records an op call's scratch (0 included) without allocating.
 void record_workspace(int64_t bytes);
 
-// Allocates `bytes` of scratch (a uint8 tensor, at least 64-byte aligned) on `device`, after checking the
-// limit, and records the call; for 0 bytes it records and returns an undefined tensor. `op` names the caller in
-// the error.
-at::Tensor allocate_workspace(int64_t bytes, c10::Device device, const char* op);
+// Allocates `bytes` of scratch (a uint8 tensor, at least 64-byte aligned) on `device`, after checking them against
+// `limit` (-1: none), and records the call; for 0 bytes it records and returns an undefined tensor. `op` names the
+// caller in the error. `limit` is the one the call's plan was made under (plan::Plan::workspace_limit): reading the
+// limit again could see another thread's set_workspace_limit since, and refuse a plan that fit.
+at::Tensor allocate_workspace(int64_t bytes, int64_t limit, c10::Device device, const char* op);
 
 // The scratch pointer of allocate_workspace's result (nullptr for none).
 inline uint8_t* workspace_ptr(const at::Tensor& scratch) {

@@ -116,7 +116,11 @@ std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef
 int64_t workspace_limit_op() { return workspace_limit(); }
 void set_workspace_limit_op(int64_t bytes) { set_workspace_limit(bytes); }
 int64_t enter_workspace_limit_op(int64_t bytes) { return detail::enter_workspace_limit_scope(bytes); }
-void exit_workspace_limit_op(int64_t previous) { detail::exit_workspace_limit_scope(previous); }
+void exit_workspace_limit_op(int64_t scope) {
+  TORCH_CHECK(detail::exit_workspace_limit_scope(scope),
+              "workspace_limit: expected the context to end on the thread that entered it, once; this thread has no "
+              "open context ", scope, " (its limit stays on the thread that entered it until that thread ends)");
+}
 std::vector<int64_t> workspace_stats_op() {
   const WorkspaceStats s = workspace_stats();
   return {s.last_bytes, s.peak_bytes, s.total_bytes, s.calls};
@@ -137,7 +141,7 @@ at::Tensor empty_transposable_op(c10::IntArrayRef size, std::optional<at::Scalar
   at::Tensor flat = at::empty({numel + slack_elems}, at::TensorOptions().dtype(st).device(dev));
   at::Tensor out = at::empty({0}, flat.options());
   out.set_(flat.storage(), 0, size, contiguous_strides<int64_t>(size));
-  register_transposable_storage(out.storage());
+  if (slack_elems > 0) register_transposable_storage(out.storage());  // a storage without slack has nothing to mark
   return out;
 }
 
@@ -196,7 +200,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_workspace_limit() -> int", &workspace_limit_op);
   m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
   m.def("_enter_workspace_limit(int bytes) -> int", &enter_workspace_limit_op);
-  m.def("_exit_workspace_limit(int previous) -> ()", &exit_workspace_limit_op);
+  m.def("_exit_workspace_limit(int scope) -> ()", &exit_workspace_limit_op);
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);
   m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache_op);

@@ -64,6 +64,7 @@ struct Plan {
   Algo algo = Algo::Noop;
   Problem problem;
   int64_t scratch_bytes = 0;       // total scratch the op allocates (through the workspace helper)
+  int64_t workspace_limit = -1;    // the limit it was planned under (-1: none), which its scratch is checked against
   std::string reason;              // why this algorithm (the "explain" text)
   // Catanzaro parameters: C2R works on (m, n) = (rows, cols); R2C on (m, n) = (cols, rows).
   c2r::Params c2r;

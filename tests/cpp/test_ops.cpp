@@ -6,6 +6,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -224,6 +225,18 @@ TEST(Ops, PlanAndWorkspaceLimit) {
   }
   EXPECT_EQ(workspace_limit(), 4096);
   torch_inplace::set_workspace_limit(-1);
+  // Guards may end in any order (Python's generators and asyncio tasks end their scopes so): the thread's latest guard
+  // still alive applies, and none outlives its end.
+  {
+    auto a = std::make_unique<torch_inplace::WorkspaceLimitGuard>(100);
+    auto b = std::make_unique<torch_inplace::WorkspaceLimitGuard>(200);
+    EXPECT_EQ(workspace_limit(), 200);
+    a.reset();
+    EXPECT_EQ(workspace_limit(), 200);
+    b.reset();
+    EXPECT_EQ(workspace_limit(), -1);
+  }
+  EXPECT_FALSE(torch_inplace::detail::exit_workspace_limit_scope(-7));  // no such scope on this thread
   torch_inplace::reset_workspace_stats();
   EXPECT_EQ(torch_inplace::workspace_stats().calls, 0);
 }

@@ -146,6 +146,7 @@ int64_t grain(int64_t n) { return std::max<int64_t>(1, 32768 / std::max<int64_t>
 void lu_inplace_cpu(at::Tensor& lu, at::Tensor& pivots, at::Tensor& info) {
   const int64_t n = lu.size(-1), batch = lu::batch_count(lu);
   if (batch == 0 || n == 0) return;
+  init_parallel_thread();
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(lu.scalar_type(), "lu_factor_cpu", [&] {
     scalar_t* a = lu.data_ptr<scalar_t>();
     int32_t* piv = pivots.data_ptr<int32_t>();
@@ -163,6 +164,7 @@ void lu_inplace_cpu(at::Tensor& lu, at::Tensor& pivots, at::Tensor& info) {
 void inverse_inplace_cpu(at::Tensor& x, at::Tensor& info) {
   const int64_t n = x.size(-1), batch = lu::batch_count(x);
   if (batch == 0 || n == 0) return;
+  init_parallel_thread();
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(x.scalar_type(), "batched_inverse_cpu", [&] {
     scalar_t* a = x.data_ptr<scalar_t>();
     int32_t* inf = info.data_ptr<int32_t>();

@@ -918,7 +918,7 @@ void transpose_data_cpu(at::Tensor& self, c10::string_view algorithm) {
     record_workspace(0);
     return;
   }
-  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, pl.workspace_limit, self.device(), op);
   uint8_t* scratch_ptr = workspace_ptr(scratch);
   auto* data = static_cast<uint8_t*>(self.data_ptr());
   switch (problem.esize) {

@@ -60,7 +60,7 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
     return;
   }
   const plan::DeviceCaps caps = device_caps(self.device());
-  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, self.device(), op);
+  const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, pl.workspace_limit, self.device(), op);
   uint8_t* scratch_ptr = workspace_ptr(scratch);
   gpu::LaunchPlan lp;
   lp.algo = static_cast<int>(pl.algo);
