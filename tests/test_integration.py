@@ -137,6 +137,14 @@ def test_forward_ad_dual_tensor_refused(op):
         with pytest.raises(RuntimeError, match=op.__name__ + ": expected a tensor without a forward-mode AD tangent"):
             op(d)
         assert d.shape == (3, 4) and torch.equal(fwAD.unpack_dual(d).primal, primal)
+        # Inside torch.inference_mode() too (forward AD is off there, and Tensor._fw_grad answered "none"), for the
+        # dual tensor and for a view of it.
+        for t in (d, d[1:]):
+            with torch.inference_mode():
+                with pytest.raises(RuntimeError, match=op.__name__ + ": expected a tensor without a forward-mode AD"):
+                    op(t)
+        assert d.shape == (3, 4) and torch.equal(fwAD.unpack_dual(d).primal, primal)
+        assert fwAD.unpack_dual(d).tangent.shape == (3, 4)
 
 
 class _CountingMode(torch.utils._python_dispatch.TorchDispatchMode):

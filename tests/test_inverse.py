@@ -277,6 +277,16 @@ def test_inplace_on_a_leaf_is_refused_before_writing(op, device):
     with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
         getattr(torch.ops.inplace, op)(B)
     assert torch.equal(B.detach(), before)
+    # A view of a leaf that is itself a view of a tensor without grad (requires_grad_() on a view): its base is that
+    # tensor, a leaf that does not require grad. PyTorch refuses it; the check let it through, the kernel wrote the
+    # leaf, and only then did autograd raise (without the op's name, version bumped).
+    root = well_conditioned((1,), 5, torch.float64, device)
+    leaf = root[0].requires_grad_()
+    C = leaf.view(5, 5)
+    before, version = leaf.detach().clone(), leaf._version
+    with pytest.raises(RuntimeError, match=op + ": a view of a leaf Variable that requires grad"):
+        getattr(torch.ops.inplace, op)(C)
+    assert torch.equal(leaf.detach(), before) and leaf._version == version
 
 
 class _Identity(torch.autograd.Function):

@@ -419,6 +419,17 @@ def _refusals(device):
     def view_of_leaf():  # the base lives only through the view, so autograd's own check is the one that fires
         return base((4, 6), torch.float64).requires_grad_().view(6, 4)
     cases.append(("view of a leaf requiring grad", view_of_leaf, "view of a leaf Variable that requires grad"))
+
+    def view_of_view_leaf():  # the leaf is a view of a tensor without grad: the view's base is that tensor, no grad
+        leaf = base((1, 4, 6), torch.float64)[0].requires_grad_()
+        return leaf, leaf.view(4, 6)
+    cases.append(("view of a leaf made from a view", view_of_view_leaf, "view of a leaf Variable that requires grad"))
+
+    def empty_view_of_view_leaf():  # no bytes to move: refused all the same, before the version bump
+        leaf = base((1, 0, 6), torch.float64)[0].requires_grad_()
+        return leaf, leaf.view(0, 6)
+    cases.append(("empty view of a leaf made from a view", empty_view_of_view_leaf,
+                  "view of a leaf Variable that requires grad"))
     if device == "cpu":
         cases.append(("sparse", lambda: base((4, 6)).to_sparse(), "dense"))
     return cases
@@ -432,6 +443,7 @@ def test_refusals_leave_tensor_unchanged(op, device):
         keep, t = made if isinstance(made, tuple) else (None, made)
         before = t.detach().clone() if t.layout == torch.strided else t.to_dense().clone()
         shape, stride = tuple(t.shape), (t.stride() if t.layout == torch.strided else None)
+        version = t._version if t.layout == torch.strided else None
         expect = op if "leaf" not in name else ""  # autograd's own messages for leaves
         with pytest.raises(RuntimeError, match=match) as info:
             OPS[op](t)
@@ -441,6 +453,7 @@ def test_refusals_leave_tensor_unchanged(op, device):
         if stride is not None:
             assert t.stride() == stride, name
             assert torch.equal(t.detach(), before), name
+            assert t._version == version, name
         del keep
 
 

@@ -282,7 +282,8 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
 
     Raises:
         TypeError: a size is not an integer.
-        RuntimeError: a negative size.
+        RuntimeError: a negative size, fewer than 2 dims (the op transposes the last two), a dtype the transposition
+            does not take (quantized, or elements of other than 1, 2, 4, 8 or 16 bytes), or a byte count past int64.
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])

@@ -65,6 +65,19 @@ bool holds_memory(const at::Tensor& t) {
   return impl->device_type() != c10::DeviceType::Meta && impl->_mutable_data_ptr_no_checks().get() != nullptr;
 }
 
+// Whether t carries a forward-mode AD tangent (at any level), its own or its forward view's base's. Read from the
+// autograd metadata: Tensor::_fw_grad answers "none" wherever forward AD is off, inside torch.inference_mode() too,
+// which let a dual tensor through there (its tangent kept the old shape).
+bool has_tangent(const at::TensorBase& t) {
+  auto has = [](const at::TensorBase& x) {
+    const auto* meta = x.defined() ? torch::autograd::impl::get_autograd_meta(x) : nullptr;
+    return meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty();
+  };
+  if (has(t)) return true;
+  const auto* view_meta = torch::autograd::impl::get_view_autograd_meta(t);
+  return view_meta != nullptr && view_meta->has_fw_view() && has(view_meta->get_forward_view().base_);
+}
+
 std::string shape_str(const at::TensorBase& t) {
   std::ostringstream os;
   os << t.sym_sizes();
@@ -102,6 +115,8 @@ std::string replayed_view_hint(const at::Tensor& self) {
 }
 
 }  // namespace
+
+bool misaligned_memory(const at::Tensor& t) { return holds_memory(t) && element_misalignment(t) != 0; }
 
 void register_transposable_storage(const c10::Storage& storage) {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
@@ -148,7 +163,7 @@ void check_transposable(const at::Tensor& self, const char* op, CheckLevel level
   if (level == CheckLevel::kPublic) check_inplace_autograd(self, op);
   check_not_inference_outside_mode(self, op);
   // The tangent of forward-mode AD (torch.autograd.forward_ad) would keep the old shape: refused, as under torch.func.
-  TORCH_CHECK(!self._fw_grad(/*level=*/0).defined(), op,
+  TORCH_CHECK(!has_tangent(self), op,
               ": expected a tensor without a forward-mode AD tangent, got a dual tensor (torch.autograd.forward_ad); "
               "the op changes the tensor's shape in place, which its tangent cannot follow: use x.mT.contiguous()");
   TORCH_CHECK(self.layout() == at::kStrided, op, ": expected a dense (strided) tensor, got layout ", self.layout());
@@ -228,11 +243,10 @@ void check_inplace_autograd(const at::Tensor& self, const char* op) {
     }
   }
   TORCH_CHECK(!self.is_leaf(), op, ": a leaf Variable that requires grad is being used in an in-place operation.");
-  if (self.is_view()) {
-    const at::TensorBase& base = self._base();
-    TORCH_CHECK(!(base.is_leaf() && base.requires_grad()), op,
-                ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  }
+  // As PyTorch's check_inplace: a view that requires grad of any leaf, including one that does not (a leaf made by
+  // requires_grad_() on a view of such a tensor shares its base: the views of it are that base's views).
+  TORCH_CHECK(!(self.is_view() && self._base().is_leaf()), op,
+              ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 bool records_autograd(const at::Tensor& t) {

@@ -31,6 +31,10 @@ inline int64_t element_misalignment(const at::Tensor& t) {
                               static_cast<uintptr_t>(t.element_size()));
 }
 
+// Whether `t` holds real memory (not meta, fake or a wrapper subclass's) whose data is not element-aligned. Safe on
+// any tensor (element_misalignment reads the data pointer, which raises for tensors without storage).
+bool misaligned_memory(const at::Tensor& t);
+
 // The dtypes the transposition ops take: not quantized, elements of 1, 2, 4, 8 or 16 bytes. Throws naming `op`;
 // `what` ("tensor", "dtype") is what the message says was expected.
 void check_transposable_dtype(at::ScalarType dtype, const char* op, const char* what);

@@ -11,6 +11,8 @@
 #include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/_neg_view.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <torch/library.h>
 
 #include <array>
@@ -45,9 +47,44 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
   }
 }
 
+namespace {
+// Complex data that PyTorch's copies cannot move (lu_common.h).
+bool needs_real_copy(const at::Tensor& A) { return A.is_complex() && misaligned_memory(A); }
+
+// The same bytes as A, without its conj / neg bits, as real numbers (a trailing dim of 2).
+at::Tensor physical_real(const at::Tensor& A) {
+  at::Tensor bits = A.is_conj() ? A.conj() : A;  // conj() and _neg_view() of a view with the bit drop it
+  if (bits.is_neg()) bits = bits._neg_view();
+  return at::view_as_real(bits);
+}
+
+// `physical` (aligned values, no bits) seen through A's conj / neg bits.
+at::Tensor with_bits_of(const at::Tensor& A, at::Tensor physical) {
+  if (A.is_conj()) physical = physical.conj();
+  if (A.is_neg()) physical = physical._neg_view();
+  return physical;
+}
+}  // namespace
+
+at::Tensor copy_of_values(const at::Tensor& A) {
+  if (!needs_real_copy(A)) return A.clone(at::MemoryFormat::Contiguous);
+  const at::Tensor bits = at::view_as_complex(physical_real(A).clone(at::MemoryFormat::Contiguous));
+  return with_bits_of(A, bits).resolve_conj().resolve_neg();
+}
+
+void write_values(at::Tensor& A, const at::Tensor& values) {
+  if (!needs_real_copy(A)) {
+    A.copy_(values);
+    return;
+  }
+  // A = conj(S) and / or -S: S = conj(values) and / or -values, resolved in aligned memory, then moved as reals.
+  const at::Tensor physical = with_bits_of(A, values).resolve_conj().resolve_neg();
+  physical_real(A).copy_(at::view_as_real(physical));
+}
+
 at::Tensor contiguous_input(const at::Tensor& A) {
-  at::Tensor resolved = A.resolve_conj().resolve_neg();
-  return element_aligned(resolved) ? resolved.contiguous() : resolved.clone(at::MemoryFormat::Contiguous);
+  if (!element_aligned(A)) return copy_of_values(A);
+  return A.resolve_conj().resolve_neg().contiguous();
 }
 
 void check_info(const at::Tensor& info, const char* api, bool is_matrix) {
@@ -147,10 +184,26 @@ std::tuple<at::Tensor, at::Tensor> lu_factor_composite(const at::Tensor& A) {
 // the pivots). So this kernel does the same itself: factor a resolved copy, then copy it back through the view.
 at::Tensor lu_factor__math_bits(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true, /*math_bits=*/false);
-  at::Tensor resolved = A.resolve_conj().resolve_neg();
+  at::Tensor resolved = lu::copy_of_values(A);
   at::Tensor pivots = torch_inplace::lu_factor_(resolved);
-  A.copy_(resolved);
+  lu::write_values(A, resolved);
   return pivots;
+}
+
+// The out-of-place ops on a conjugate or negative view: PyTorch's math-bit fallback would resolve the view with its
+// own copy, which faults on complex data that is not element-aligned (lu::copy_of_values); this resolves it so and
+// runs the op on the copy, which carries no bit. Validated first, so that the errors name the op.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_math_bits(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
+  return torch_inplace::lu_factor_ex(lu::copy_of_values(A), check_errors);
+}
+std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_math_bits(const at::Tensor& A, bool check_errors) {
+  lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
+  return torch_inplace::batched_inverse_ex(lu::copy_of_values(A), check_errors);
+}
+at::Tensor batched_inverse_math_bits(const at::Tensor& A) {
+  lu::check_input(A, "batched_inverse", /*inplace=*/false);
+  return torch_inplace::batched_inverse(lu::copy_of_values(A));
 }
 
 // inverse_ = the data-only _inverse_data_ (which backends, Meta and autograd implement) returning its input.
@@ -241,17 +294,17 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
 // lu::check_input with math_bits false). PyTorch's math-bit fallback would instead run the op on a resolved copy,
 // and it writes the op's result back into the stack slot of its first return, which _inverse_data_ (no returns)
 // does not have: the heap was corrupted. lu_factor_ does not commute with negation (L keeps its unit diagonal): its
-// kernel above factors a resolved copy.
-TORCH_LIBRARY_IMPL(inplace, Conjugate, m) {
+// kernel above factors a resolved copy. The out-of-place ops run on a resolved copy too, made by the kernels above.
+void register_math_bits(torch::Library& m, void (*inverse_data)(at::Tensor&)) {
   m.impl("lu_factor_", &lu_factor__math_bits);
   m.impl("inverse_", torch::CppFunction::makeFallthrough());
-  m.impl("_inverse_data_", &inverse_data_conj);
+  m.impl("_inverse_data_", inverse_data);
+  m.impl("lu_factor_ex", &lu_factor_ex_math_bits);
+  m.impl("batched_inverse_ex", &batched_inverse_ex_math_bits);
+  m.impl("batched_inverse", &batched_inverse_math_bits);
 }
-TORCH_LIBRARY_IMPL(inplace, Negative, m) {
-  m.impl("lu_factor_", &lu_factor__math_bits);
-  m.impl("inverse_", torch::CppFunction::makeFallthrough());
-  m.impl("_inverse_data_", &inverse_data_neg);
-}
+TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { register_math_bits(m, &inverse_data_conj); }
+TORCH_LIBRARY_IMPL(inplace, Negative, m) { register_math_bits(m, &inverse_data_neg); }
 
 TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("lu_factor", &lu_factor_composite);

@@ -21,6 +21,15 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
 // Whether A's data starts at a multiple of its element size, as the kernels' element types need (core/checks.h).
 inline bool element_aligned(const at::Tensor& A) { return element_misalignment(A) == 0; }
 
+// PyTorch's own copies (clone, copy_, resolve_conj) move complex elements with 16-byte instructions that fault where
+// the data is not element-aligned: numpy's complex128 arrays may be 8-byte aligned, and torch.from_numpy shares them
+// (A.clone() crashes on such a tensor; GPU memory from DLPack at an offset faults alike). These two copy through real
+// views of the same bytes instead, which need only the real type's alignment; elsewhere they are clone and copy_.
+// copy_of_values: a contiguous, element-aligned copy of A's values (conj / neg bits resolved).
+at::Tensor copy_of_values(const at::Tensor& A);
+// write_values: A's values = `values` (element-aligned, no conj / neg bit), through A's conj / neg bits.
+void write_values(at::Tensor& A, const at::Tensor& values);
+
 // How an in-place kernel, which works on contiguous (..., n, n) storage, reaches a validated A of any strides: on A
 // itself where it is contiguous; on A.mT() where that is contiguous and `transposes` (the operation commutes with
 // transposition, as inversion does: inv(B^T) = inv(B)^T), so a transposed view is still done in its own storage;
@@ -35,13 +44,13 @@ auto on_dense_storage(at::Tensor& A, bool transposes, F&& kernel) -> decltype(ke
       if (t.is_contiguous()) return kernel(t);
     }
   }
-  at::Tensor tmp = A.clone(at::MemoryFormat::Contiguous);
+  at::Tensor tmp = copy_of_values(A);
   if constexpr (std::is_void_v<decltype(kernel(A))>) {
     kernel(tmp);
-    A.copy_(tmp);
+    write_values(A, tmp);
   } else {
     auto out = kernel(tmp);
-    A.copy_(tmp);
+    write_values(A, tmp);
     return out;
   }
 }

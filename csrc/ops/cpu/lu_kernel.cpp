@@ -197,8 +197,7 @@ at::Tensor new_pivots(const at::Tensor& A) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cpu(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
-  at::Tensor LU = at::empty(A.sizes(), A.options());
-  LU.copy_(A);  // contiguous, conj/neg bits resolved
+  at::Tensor LU = lu::copy_of_values(A);  // contiguous, conj/neg bits resolved
   at::Tensor pivots = new_pivots(A), info = new_info(A);
   lu_inplace_cpu(LU, pivots, info);
   if (check_errors) lu::check_info(info, "inplace.lu_factor_ex", A.dim() == 2);
@@ -214,8 +213,7 @@ at::Tensor lu_factor__cpu(at::Tensor& A) {
 
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cpu(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
-  at::Tensor X = at::empty(A.sizes(), A.options());
-  X.copy_(A);
+  at::Tensor X = lu::copy_of_values(A);
   at::Tensor info = new_info(A);
   inverse_inplace_cpu(X, info);
   if (check_errors) lu::check_info(info, "inplace.batched_inverse_ex", A.dim() == 2);
