@@ -82,6 +82,8 @@ void write_values(at::Tensor& A, const at::Tensor& values) {
   physical_real(A).copy_(at::view_as_real(physical));
 }
 
+at::Tensor readable(const at::Tensor& A) { return needs_real_copy(A) ? copy_of_values(A) : A; }
+
 at::Tensor contiguous_input(const at::Tensor& A) {
   if (!element_aligned(A)) return copy_of_values(A);
   return A.resolve_conj().resolve_neg().contiguous();

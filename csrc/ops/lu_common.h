@@ -29,6 +29,8 @@ inline bool element_aligned(const at::Tensor& A) { return element_misalignment(A
 at::Tensor copy_of_values(const at::Tensor& A);
 // write_values: A's values = `values` (element-aligned, no conj / neg bit), through A's conj / neg bits.
 void write_values(at::Tensor& A, const at::Tensor& values);
+// A itself where PyTorch's ops can read it, else copy_of_values(A) (for the ops that hand A to torch.linalg).
+at::Tensor readable(const at::Tensor& A);
 
 // How an in-place kernel, which works on contiguous (..., n, n) storage, reaches a validated A of any strides: on A
 // itself where it is contiguous; on A.mT() where that is contiguous and `transposes` (the operation commutes with

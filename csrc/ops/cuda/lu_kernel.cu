@@ -194,7 +194,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tenso
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor LU, pivots, info;
   if (A.size(-1) > kMaxMediumN) {
-    std::tie(LU, pivots, info) = at::linalg_lu_factor_ex(kernel_input(A), /*pivot=*/true, /*check_errors=*/false);
+    std::tie(LU, pivots, info) = at::linalg_lu_factor_ex(lu::readable(A), /*pivot=*/true, /*check_errors=*/false);
   } else {
     const at::Tensor in = kernel_input(A);
     LU = at::empty(A.sizes(), A.options());
@@ -210,7 +210,7 @@ at::Tensor lu_factor__cuda(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
   if (A.size(-1) > kMaxMediumN) {
-    auto [LU, pivots, info] = at::linalg_lu_factor_ex(kernel_input(A), /*pivot=*/true, /*check_errors=*/false);
+    auto [LU, pivots, info] = at::linalg_lu_factor_ex(lu::readable(A), /*pivot=*/true, /*check_errors=*/false);
     lu::write_values(A, LU);
     return pivots;
   }
@@ -231,7 +231,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor X, info;
   if (A.size(-1) > kMaxMediumN) {
-    std::tie(X, info) = at::linalg_inv_ex(kernel_input(A), /*check_errors=*/false);
+    std::tie(X, info) = at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false);
   } else {
     info = new_info(A);
     X = inverse_out_of_place(A, info);
@@ -243,7 +243,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
 at::Tensor batched_inverse_cuda(const at::Tensor& A) {
   lu::check_input(A, "batched_inverse", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxMediumN) return std::get<0>(at::linalg_inv_ex(kernel_input(A), /*check_errors=*/false));
+  if (A.size(-1) > kMaxMediumN) return std::get<0>(at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false));
   return inverse_out_of_place(A, /*info=*/at::Tensor());
 }
 
@@ -252,7 +252,7 @@ void inverse_data_cuda(at::Tensor& A) {
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   if (A.size(-1) > kMaxMediumN) {
-    lu::write_values(A, std::get<0>(at::linalg_inv_ex(kernel_input(A), /*check_errors=*/false)));
+    lu::write_values(A, std::get<0>(at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false)));
     return;
   }
   lu::on_dense_storage(A, /*transposes=*/true, [](at::Tensor& D) { small_inverse(D, D, /*info=*/at::Tensor()); });
