@@ -49,7 +49,7 @@ void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bi
 
 namespace {
 // Complex data that PyTorch's copies cannot move (lu_common.h).
-bool needs_real_copy(const at::Tensor& A) { return A.is_complex() && misaligned_memory(A); }
+bool needs_real_copy(const at::Tensor& A) { return A.is_complex() && !element_aligned(A); }
 
 // The same bytes as A, without its conj / neg bits, as real numbers (a trailing dim of 2).
 at::Tensor physical_real(const at::Tensor& A) {
@@ -297,7 +297,7 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
 // and it writes the op's result back into the stack slot of its first return, which _inverse_data_ (no returns)
 // does not have: the heap was corrupted. lu_factor_ does not commute with negation (L keeps its unit diagonal): its
 // kernel above factors a resolved copy. The out-of-place ops run on a resolved copy too, made by the kernels above.
-void register_math_bits(torch::Library& m, void (*inverse_data)(at::Tensor&)) {
+static void register_math_bits(torch::Library& m, void (*inverse_data)(at::Tensor&)) {
   m.impl("lu_factor_", &lu_factor__math_bits);
   m.impl("inverse_", torch::CppFunction::makeFallthrough());
   m.impl("_inverse_data_", inverse_data);

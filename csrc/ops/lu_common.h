@@ -18,8 +18,9 @@ namespace lu {
 // the dispatcher's conjugate/negative fallbacks run between the Autograd key and them), no conj/neg bits.
 void check_input(const at::Tensor& A, const char* op, bool inplace, bool math_bits = true);
 
-// Whether A's data starts at a multiple of its element size, as the kernels' element types need (core/checks.h).
-inline bool element_aligned(const at::Tensor& A) { return element_misalignment(A) == 0; }
+// Whether A's data starts at a multiple of its element size, as the kernels' element types need (core/checks.h);
+// tensors without memory of their own (meta, fake) count as aligned.
+inline bool element_aligned(const at::Tensor& A) { return !misaligned_memory(A); }
 
 // PyTorch's own copies (clone, copy_, resolve_conj) move complex elements with 16-byte instructions that fault where
 // the data is not element-aligned: numpy's complex128 arrays may be 8-byte aligned, and torch.from_numpy shares them
