@@ -113,6 +113,46 @@ def test_normal_tensor_written_in_inference_mode_invalidates_saved_tensors(name,
         z.sum().backward()
 
 
+NOT_DENSE = {
+    "sparse": lambda a: a.to_sparse(),
+    "sparse_csr": lambda a: a.to_sparse_csr(),
+    "quantized": lambda a: torch.quantize_per_tensor(a, 0.1, 0, torch.qint8),
+    "nested": lambda a: torch.nested.nested_tensor([a, a]),
+    "mkldnn": lambda a: a.to_mkldnn(),
+}
+ALL_OPS = {
+    "transpose_": lambda x: torch.ops.inplace.transpose_(x),
+    "aos_to_soa_": lambda x: torch.ops.inplace.aos_to_soa_(x),
+    "soa_to_aos_": lambda x: torch.ops.inplace.soa_to_aos_(x),
+    "_transpose_data_": lambda x: torch.ops.inplace._transpose_data_(x),
+    "lu_factor": lambda x: torch.ops.inplace.lu_factor(x),
+    "lu_factor_ex": lambda x: torch.ops.inplace.lu_factor_ex(x),
+    "lu_factor_": lambda x: torch.ops.inplace.lu_factor_(x),
+    "batched_inverse": lambda x: torch.ops.inplace.batched_inverse(x),
+    "batched_inverse_ex": lambda x: torch.ops.inplace.batched_inverse_ex(x),
+    "inverse_": lambda x: torch.ops.inplace.inverse_(x),
+    "_inverse_data_": lambda x: torch.ops.inplace._inverse_data_(x),
+}
+
+
+@pytest.mark.parametrize("inference", [False, True], ids=["grad_mode", "inference_mode"])
+@pytest.mark.parametrize("kind", list(NOT_DENSE))
+@pytest.mark.parametrize("name", list(ALL_OPS))
+def test_tensors_without_dense_storage_refused_by_the_op(name, kind, inference):
+    """Sparse, quantized, nested and MKL-DNN tensors: the op's own refusal in every mode. Inside inference_mode
+    (autograd's kernels skipped) batched_inverse & co. reached the dispatcher's "Could not run 'inplace::...' with
+    arguments from the 'SparseCPU' backend" (a NotImplementedError)."""
+    if kind == "mkldnn" and not torch.backends.mkldnn.is_available():
+        pytest.skip("no MKL-DNN in this build")
+    a = torch.randn(3, 3)
+    op = name.replace("_data_", "_").lstrip("_")  # the data ops name the op that calls them
+    with torch.inference_mode() if inference else contextlib.nullcontext():
+        x = NOT_DENSE[kind](a)
+        with pytest.raises(RuntimeError, match=f"^{op}: expected ") as info:
+            ALL_OPS[name](x)
+    assert info.type is RuntimeError  # not the dispatcher's NotImplementedError
+
+
 @pytest.mark.parametrize("op", INPLACE_OPS, ids=lambda o: o.__name__)
 def test_inference_tensor_outside_inference_mode_refused(op):
     """As PyTorch refuses in-place updates of inference tensors outside InferenceMode: before a byte moves."""

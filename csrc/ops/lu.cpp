@@ -313,4 +313,38 @@ TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("inverse_", &inverse__composite);
 }
 
+// Sparse, quantized, nested and MKL-DNN tensors: no kernel takes them. The autograd kernels refuse them, naming the
+// op, but with autograd off (torch.inference_mode) the dispatcher went on to their backend keys and raised its own
+// "Could not run 'inplace::batched_inverse' with arguments from the 'SparseCPU' backend". These kernels refuse them as
+// the others do (lu::check_input cannot pass on such a tensor: its layout, dtype or nestedness is refused).
+namespace {
+[[noreturn]] void refuse(const at::Tensor& A, const char* op, bool inplace) {
+  lu::check_input(A, op, inplace, /*math_bits=*/false);
+  TORCH_CHECK(false, op, ": expected a dense strided tensor, got one with dispatch keys ", A.key_set());
+}
+void register_refusals(torch::Library& m) {
+  m.impl("lu_factor_ex", [](const at::Tensor& A, bool) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+    refuse(A, "lu_factor_ex", false);
+  });
+  m.impl("lu_factor_", [](at::Tensor& A) -> at::Tensor { refuse(A, "lu_factor_", true); });
+  m.impl("batched_inverse_ex", [](const at::Tensor& A, bool) -> std::tuple<at::Tensor, at::Tensor> {
+    refuse(A, "batched_inverse_ex", false);
+  });
+  m.impl("batched_inverse", [](const at::Tensor& A) -> at::Tensor { refuse(A, "batched_inverse", false); });
+  m.impl("_inverse_data_", [](at::Tensor& A) -> void { refuse(A, "inverse_", true); });
+  m.impl("_inverse_backward", [](const at::Tensor& X, const at::Tensor&) -> at::Tensor {
+    refuse(X, "_inverse_backward", false);
+  });
+}
+}  // namespace
+TORCH_LIBRARY_IMPL(inplace, SparseCPU, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, SparseCUDA, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, SparseCsrCPU, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, SparseCsrCUDA, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, QuantizedCPU, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, QuantizedCUDA, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, NestedTensorCPU, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, NestedTensorCUDA, m) { register_refusals(m); }
+TORCH_LIBRARY_IMPL(inplace, MkldnnCPU, m) { register_refusals(m); }
+
 }  // namespace torch_inplace

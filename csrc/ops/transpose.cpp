@@ -235,6 +235,23 @@ void fall_through_math_bits(torch::Library& m) {
   }
 }
 }  // namespace
+// Sparse, quantized, nested and MKL-DNN tensors reaching the data op (a direct call of it; transpose_ and the others
+// refuse them first): refused as the backends refuse other tensors, not by the dispatcher's "Could not run".
+namespace {
+void refuse_transpose_data(at::Tensor& self, c10::string_view) {
+  check_transposable(self, "transpose_", CheckLevel::kPublic);  // cannot pass on such a tensor
+  TORCH_CHECK(false, "transpose_: expected a dense strided tensor, got one with dispatch keys ", self.key_set());
+}
+}  // namespace
+TORCH_LIBRARY_IMPL(inplace, SparseCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, SparseCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, SparseCsrCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, SparseCsrCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, QuantizedCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, QuantizedCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, NestedTensorCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, NestedTensorCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_LIBRARY_IMPL(inplace, MkldnnCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
 TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { fall_through_math_bits(m); }
 TORCH_LIBRARY_IMPL(inplace, Negative, m) { fall_through_math_bits(m); }
 
