@@ -417,9 +417,12 @@ def test_raw_ops_under_grad_transforms_and_forward_ad(device, name, ours, theirs
     torch.testing.assert_close(jvp(ours, (A,), (T,))[1], jvp(theirs, (A,), (T,))[1])
     torch.testing.assert_close(jacrev(ours)(A[0]), jacrev(theirs)(A[0]))
     with fwAD.dual_level():
-        got = fwAD.unpack_dual(ours(fwAD.make_dual(A, T))).tangent
+        primal, got = fwAD.unpack_dual(ours(fwAD.make_dual(A, T)))
         want = fwAD.unpack_dual(theirs(fwAD.make_dual(A, T))).tangent
     torch.testing.assert_close(got, want)
+    # Row-major, as the kernels' results and the Meta kernels' (torch.linalg's LU and inverse are column-major).
+    assert primal.is_contiguous() and got.is_contiguous()
+    assert vmap(ours)(A.unsqueeze(1)).is_contiguous() and grad(lambda a: ours(a).sum())(A).shape == A.shape
 
 
 @pytest.mark.parametrize("transform", ["vmap", "grad", "jvp", "vmap_grad"])

@@ -176,11 +176,22 @@ bool linalg_stands_in(const at::Tensor& A) {
   return A.key_set().has(c10::DispatchKey::FuncTorchGradWrapper) || A._fw_grad(/*level=*/0).defined();
 }
 
+// torch.linalg returns LU and the inverse column-major; the ops' results are row-major wherever they come from (their
+// Meta kernels say so to torch.compile). contiguous() is differentiable in both modes.
+std::tuple<at::Tensor, at::Tensor> linalg_inv_ex_rows(const at::Tensor& A, bool check_errors) {
+  auto [X, info] = at::linalg_inv_ex(A, check_errors);
+  return {X.contiguous(), info};
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu_factor_ex_rows(const at::Tensor& A, bool check_errors) {
+  auto [LU, pivots, info] = at::linalg_lu_factor_ex(A, /*pivot=*/true, check_errors);
+  return {LU.contiguous(), pivots, info};
+}
+
 // Each wrapper validates first, so a bad input is refused before autograd or a backend sees it. Calls that
 // record no gradient (records_autograd) go straight to the backend; in-place ones bump the version counter.
 std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
-  if (linalg_stands_in(A)) return at::linalg_inv_ex(A, check_errors);
+  if (linalg_stands_in(A)) return linalg_inv_ex_rows(A, check_errors);
   if (!records_autograd(A)) return inverse_ex_below(A, check_errors);
   auto r = BatchedInverseEx::apply(A, check_errors);
   return {r[0], r[1]};
@@ -188,7 +199,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_autograd(const at::Tensor&
 
 at::Tensor batched_inverse_autograd(const at::Tensor& A) {
   lu::check_input(A, "batched_inverse", /*inplace=*/false);
-  if (linalg_stands_in(A)) return std::get<0>(at::linalg_inv_ex(A));
+  if (linalg_stands_in(A)) return std::get<0>(linalg_inv_ex_rows(A, /*check_errors=*/false));
   if (!records_autograd(A)) return inverse_below(A);
   return BatchedInverse::apply(A)[0];
 }
@@ -210,7 +221,7 @@ void inverse_data_autograd(at::Tensor& A) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_autograd(const at::Tensor& A, bool check_errors) {
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
-  if (linalg_stands_in(A)) return at::linalg_lu_factor_ex(A, /*pivot=*/true, check_errors);
+  if (linalg_stands_in(A)) return linalg_lu_factor_ex_rows(A, check_errors);
   if (!records_autograd(A)) return lu_factor_ex_below(A, check_errors);
   auto r = LuFactorEx::apply(A, check_errors);
   return {r[0], r[1], r[2]};
