@@ -273,6 +273,32 @@ def test_plan_and_factory_refuse_what_transpose_refuses():
         torch_inplace.empty_transposable(2**62, 2**62)
 
 
+def test_factory_and_plan_arguments_refused_naming_the_function():
+    """torch.empty's own errors (an unknown device string, requires_grad with an integer dtype, a GPU without a
+    driver) named neither function."""
+    E = torch_inplace.empty_transposable
+    cases = [
+        (lambda: E(3, 4, device="bogus"), RuntimeError,
+         r"^empty_transposable\(\): expected a device .*got str 'bogus'"),
+        (lambda: E(3, 4, device=1.5), TypeError, r"^empty_transposable\(\): expected a device .*got float 1.5$"),
+        (lambda: E(3, 4, dtype="float32"), TypeError, r"^empty_transposable\(\): expected dtype to be a torch.dtype"),
+        (lambda: E(3, 4, requires_grad=1), TypeError, r"^empty_transposable\(\): expected requires_grad to be a bool"),
+        (lambda: E(3, 4, dtype=torch.int32, requires_grad=True), RuntimeError,
+         r"^empty_transposable\(\): only tensors of floating point or complex dtype can require gradients, got "
+         r"requires_grad=True with dtype torch.int32"),
+        (lambda: torch_inplace.plan((3, 4), device="bogus"), RuntimeError, r"^plan\(\): expected a device"),
+    ]
+    if not torch.cuda.is_available():
+        cases.append((lambda: E(3, 4, device="cuda"), RuntimeError,
+                      r"^empty_transposable\(\): expected an available GPU for device 'cuda', but "
+                      r"torch.cuda.is_available\(\) is False"))
+    for call, kind, pattern in cases:
+        with pytest.raises(kind, match=pattern):
+            call()
+    t = E(3, 4, dtype=torch.complex64, requires_grad=True)
+    assert t.requires_grad and t.is_leaf and t.dtype == torch.complex64
+
+
 @pytest.mark.parametrize("shape", [(2**62, 0), (0, 2**62), (2**62, 0, 3), (3, 2**61, 0)])
 def test_empty_shapes_with_huge_sizes(shape):
     """An empty shape has no bytes whatever its other sizes, as torch.empty sees it: the planner's size check used

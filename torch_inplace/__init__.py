@@ -110,6 +110,16 @@ def _as_int(value: object, fn: str, what: str) -> int:
     raise TypeError(f"{fn}(): expected {what}, got {_type_name(value)} {value!r}")
 
 
+def _as_device(device: object, fn: str) -> torch.device:
+    """``device`` as a torch.device; torch.device's own error (TypeError or RuntimeError), naming ``fn``, otherwise."""
+    try:
+        return torch.device(device)  # type: ignore[arg-type]
+    except (TypeError, RuntimeError) as e:
+        reason = f" ({str(e).splitlines()[0]})" if isinstance(e, RuntimeError) else ""  # the unknown device type
+        raise type(e)(f"{fn}(): expected a device (\"cpu\", \"cuda\", \"cuda:1\", an index or a torch.device), "
+                      f"got {_type_name(device)} {device!r}{reason}") from None
+
+
 def _not_a_tensor(t: object, fn: str) -> None:
     # As torch's argument parser: a TypeError, not the dispatcher's RuntimeError, for a non-tensor.
     raise TypeError(f"{fn}(): argument 't' must be Tensor, not {_type_name(t)}")
@@ -251,7 +261,7 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
         TypeError: ``shape`` is not a sequence of integers, ``dtype`` not a ``torch.dtype``, ``device`` not a
             device, or ``algorithm`` not a str.
         RuntimeError: no plan fits the workspace limit, a forced ``algorithm`` cannot apply, the shape has fewer
-            than 2 dims, or the build has no kernels for ``device``.
+            than 2 dims, ``device`` is a string torch does not know, or the build has no kernels for ``device``.
     """
     if not isinstance(device, (torch.device, str, int)) or isinstance(device, bool):
         raise TypeError(f"plan(): expected device to be a torch.device, str or int, got {_type_name(device)}")
@@ -262,7 +272,7 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, torch.Size)):
         raise TypeError(f"plan(): expected shape to be a sequence of integers, got {_type_name(shape)}")
     sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
-    name, scratch, why = _ops._plan_transpose(sizes, dtype, torch.device(device), algorithm)
+    name, scratch, why = _ops._plan_transpose(sizes, dtype, _as_device(device, "plan"), algorithm)
     return Plan(name, scratch, why)
 
 
@@ -281,19 +291,36 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
         A tensor of ``shape`` (the slack lies in its storage, past its elements).
 
     Raises:
-        TypeError: a size is not an integer.
+        TypeError: a size is not an integer, ``dtype`` not a ``torch.dtype``, ``device`` not a device or
+            ``requires_grad`` not a bool.
         RuntimeError: a negative size, fewer than 2 dims (the op transposes the last two), a dtype the transposition
-            does not take (quantized, or elements of other than 1, 2, 4, 8 or 16 bytes), or a byte count past int64.
+            does not take (quantized, or elements of other than 1, 2, 4, 8 or 16 bytes), a byte count past int64,
+            ``requires_grad=True`` with a dtype that is neither floating point nor complex, a device string torch
+            does not know, or a GPU device where ``torch.cuda.is_available()`` is False.
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
-    sizes = [_as_int(s, "empty_transposable", "integer sizes") for s in shape]
+    fn = "empty_transposable"
+    sizes = [_as_int(s, fn, "integer sizes") for s in shape]
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{fn}(): expected dtype to be a torch.dtype or None, got {_type_name(dtype)} {dtype!r}")
+    if not isinstance(requires_grad, bool):
+        raise TypeError(f"{fn}(): expected requires_grad to be a bool, got {_type_name(requires_grad)}")
+    if requires_grad:  # refused before the allocation, as torch.empty does, but naming the function
+        dt = dtype if dtype is not None else torch.get_default_dtype()
+        if not (dt.is_floating_point or dt.is_complex):
+            raise RuntimeError(f"{fn}(): only tensors of floating point or complex dtype can require gradients, got "
+                               f"requires_grad=True with dtype {dt}")
     if device is not None:
-        dev = torch.device(device)
+        dev = _as_device(device, fn)
     elif torch.compiler.is_compiling():  # Dynamo cannot trace get_default_device(); the op's default is the CPU
         dev = None
     else:
         dev = torch.get_default_device()  # torch.set_default_device, as torch.empty follows it
+    if (dev is not None and dev.type == "cuda" and not torch.compiler.is_compiling()
+            and not torch.cuda.is_available()):
+        raise RuntimeError(f"{fn}(): expected an available GPU for device {str(dev)!r}, but torch.cuda.is_available() "
+                           "is False (no GPU, driver or GPU build of PyTorch)")
     out = _ops.empty_transposable(sizes, dtype=dtype, device=dev)
     return out.requires_grad_() if requires_grad else out
 
@@ -347,8 +374,11 @@ def set_workspace_limit(nbytes: Optional[int]) -> None:
 
 @contextlib.contextmanager
 def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
-    """Context manager: inside it the planner only picks algorithms whose scratch fits in ``nbytes`` and ops
-    raise (before touching their input) when none does. Ends on exit.
+    """Context manager: inside it the transposition planner only picks algorithms whose scratch fits in ``nbytes``
+    and the transposition ops raise (before touching their input) when none does. Ends on exit. The LU / inverse ops
+    plan no scratch: the copies they make of inputs their kernels cannot take as they are (strided views for the
+    in-place ops, conj / neg views, misaligned complex data) are the size of the input, as torch.linalg's own, and
+    are neither limited nor counted.
 
     The limit applies to the calls of the thread that entered the context (like ``torch.no_grad()``), over the
     process-wide one of :func:`set_workspace_limit`; other threads keep theirs. Contexts nest: the latest one the
@@ -361,7 +391,8 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
 
     Raises:
         TypeError / RuntimeError: as :func:`set_workspace_limit`; RuntimeError on exit on another thread than the
-            one that entered the context.
+            one that entered the context (the context is then over, but its limit stays on the thread that entered
+            it until that thread ends).
     """
     scope = _enter_limit(_limit_bytes(nbytes, "workspace_limit"))
     try:
@@ -371,9 +402,10 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
 
 
 class WorkspaceStats(NamedTuple):
-    """Scratch bytes of the ops' calls (:func:`workspace_stats`): ``last_bytes`` of the latest call,
-    ``peak_bytes`` the most one call took, ``total_bytes`` their sum, ``calls`` the op calls planned (with scratch or
-    none) since the last :func:`reset_workspace_stats`."""
+    """Scratch bytes of the transposition ops' calls (:func:`workspace_stats`): ``last_bytes`` of the latest call,
+    ``peak_bytes`` the most one call took, ``total_bytes`` their sum, ``calls`` the calls planned (with scratch or
+    none) since the last :func:`reset_workspace_stats`. The LU / inverse ops are not counted (they plan no scratch;
+    :func:`workspace_limit` says what they copy)."""
 
     last_bytes: int
     peak_bytes: int
@@ -383,7 +415,7 @@ class WorkspaceStats(NamedTuple):
 
 @torch.compiler.disable
 def workspace_stats() -> WorkspaceStats:
-    """Scratch bytes recorded by the ops since the last :func:`reset_workspace_stats`."""
+    """Scratch bytes recorded by the transposition ops since the last :func:`reset_workspace_stats`."""
     return WorkspaceStats(*[int(v) for v in _ops._workspace_stats()])
 
 
