@@ -93,12 +93,34 @@ for f in "${files[@]}"; do
 done
 
 if [ "$hipify" = 1 ]; then inc="$work/csrc"; else inc="csrc"; fi
+
+# The files that include ATen (lu_kernel.cu) include the kernel headers after ATen's macros, which on ROCm define
+# C10_WARP_SIZE as a run-time call (torch >= 2.7), not a constant. Without a ROCm PyTorch those files cannot be
+# compiled here, but this probe can: torch's own c10/macros (the installed torch's headers, USE_ROCM defined as a
+# ROCm build defines it) followed by every hipified kernel header that was asked for.
+torch_inc=""
+if [ "$hipify" = 1 ]; then
+  torch_inc=$("$PYTHON" -c 'from torch.utils.cpp_extension import include_paths; print(include_paths()[0])' 2>/dev/null)
+  probe="$work/aten_macros_probe.hip"
+  {
+    echo '#include <c10/macros/Macros.h>'
+    for f in "${files[@]}"; do
+      case "$f" in *.cuh) echo "#include \"${f#csrc/}\"" ;; esac
+    done
+    echo '__global__ void ti_warp_probe(int* out) { out[threadIdx.x] = torch_inplace::kernels::kWarpSize; }'
+  } > "$probe"
+  if grep -q '^#include "kernels/common.cuh"$' "$probe" || grep -q 'kernels/' "$probe"; then
+    jobs_list+=("probe	kernel headers after ATen's ROCm macros	$probe")
+  fi
+fi
+export torch_inc
 compile_one() {  # kind source compiled-file
   local kind=$1 src=$2 file=$3 log t0
-  log="$work/$(echo "$src" | tr '/' '_').log"
+  log="$work/$(echo "$src" | tr '/ ' '__').log"
   t0=$(date +%s)
   local defs=()
   if [ "$kind" = header ]; then defs=(-DTORCH_INPLACE_HIP_CHECK); fi
+  if [ "$kind" = probe ]; then defs=(-DUSE_ROCM=1 -I "$torch_inc"); fi
   # -x hip compiles the file as a HIP translation unit; -fsyntax-only would skip device code generation.
   # shellcheck disable=SC2086
   if "$HIPCC" -x hip --offload-arch="$HIP_ARCH" -std=c++17 "${defs[@]}" -DTORCH_INPLACE_WITH_CUDA \

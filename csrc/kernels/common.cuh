@@ -14,11 +14,20 @@
 
 #include "plan/c2r.h"  // TI_HOST_DEVICE and the Catanzaro index math
 
-// Warp (wavefront) width: ATen's C10_WARP_SIZE where ATen is included, else the platform's.
-#if defined(C10_WARP_SIZE)
-#define TI_WARP_SIZE C10_WARP_SIZE
-#elif defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+// Warp (wavefront) width, a compile-time constant of the kernels and of their launchers (host code, which sizes blocks
+// and grids with it). CUDA: 32 (ATen's C10_WARP_SIZE). HIP: 64, the wavefront of the gfx9 GPUs (CDNA: gfx90a, gfx942,
+// ...) the HIP build targets. ATen's C10_WARP_SIZE cannot serve there: on ROCm it is a run-time call in host code
+// (at::cuda::warp_size()), no constant, and its device value depends on the target. A device pass for a target with
+// 32-wide wavefronts (RDNA, gfx10 / gfx11) is refused here, since host code compiled once for every target sizes the
+// launches for 64; the ops also refuse a device whose warpSize differs at run time (transpose_cuda.cpp,
+// lu_kernel.cu).
+#if TI_HIP
 #define TI_WARP_SIZE 64
+#if defined(__HIP_DEVICE_COMPILE__) && defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != 64
+#error "torch_inplace: HIP kernels need 64-wide wavefronts (gfx9 / CDNA, e.g. gfx90a); this target's are 32-wide"
+#endif
+#elif defined(C10_WARP_SIZE)
+#define TI_WARP_SIZE C10_WARP_SIZE
 #else
 #define TI_WARP_SIZE 32
 #endif

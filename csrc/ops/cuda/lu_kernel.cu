@@ -4,9 +4,10 @@
 // from lu_tuning.h (benchmarks/tune_lu.py); for the float64 inverse at the n where the table says so, the fp64
 // tensor-core kernel of kernels/lu/dmma_inverse.cuh (compute capability 8.0 and up; elsewhere, or with
 // TORCH_INPLACE_LU_DMMA_INVERSE=0, the table's kInv*NoTensorCores entries). 32 < n <= 64: the shared-memory kernels
-// of kernels/lu/medium_lu.cuh (one matrix per block, n a run-time argument; lu_medium.cu). n > 64: delegated to
-// torch.linalg (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER paths) and is
-// not graph-capturable.
+// of kernels/lu/medium_lu.cuh (one matrix per block, n a run-time argument; lu_medium.cu), where its tile fits a
+// block's shared memory (all on CUDA; on AMD's 64 KiB all but complex128 at n = 64). n > 64 (and such misses):
+// delegated to torch.linalg (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER
+// paths) and is not graph-capturable.
 // Everything runs on the current stream; only check_errors=True syncs.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -16,7 +17,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 #include "kernels/lu/medium_lu.cuh"
 #include "kernels/lu/small_lu.cuh"
@@ -43,6 +46,19 @@ void internal_error(const char* what) { TORCH_CHECK(false, what); }
 int current_device() { return c10::cuda::current_device(); }
 int device_sms(int device) { return at::cuda::getDeviceProperties(device)->multiProcessorCount; }
 int device_major(int device) { return at::cuda::getDeviceProperties(device)->major; }
+int device_smem_per_block(int device) {
+  static const int64_t cap = [] {
+    const char* v = std::getenv("TORCH_INPLACE_LU_SMEM_LIMIT");
+    return v != nullptr && v[0] != 0 ? std::max<int64_t>(0, std::atoll(v)) : std::numeric_limits<int64_t>::max();
+  }();
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+#if TI_HIP
+  const int64_t bytes = static_cast<int64_t>(prop->sharedMemPerBlock);  // the LDS a block may take, no opt-in
+#else
+  const int64_t bytes = static_cast<int64_t>(prop->sharedMemPerBlockOptin);
+#endif
+  return static_cast<int>(std::min(bytes, cap));
+}
 }  // namespace lu_cuda
 
 namespace {
@@ -128,6 +144,35 @@ bool run_backward(const void* X, const void* G, void* out, int64_t batch, int64_
   }
 }
 
+// The kernels' warp width is a compile-time constant (kernels/common.cuh): a device with another one is refused
+// (a ROCm build runs on the 64-wide wavefronts of gfx9 GPUs only), not given wrong results.
+void check_warp_size(const at::Tensor& A, const char* op) {
+  const int lanes = at::cuda::getDeviceProperties(A.get_device())->warpSize;
+  TORCH_CHECK(lanes == kernels::kWarpSize, op, ": expected a GPU with ", kernels::kWarpSize,
+              "-lane warps (wavefronts), which this build's kernels are compiled for, got ", A.device(), " with ",
+              lanes, "-lane ones");
+}
+
+// Shared memory of the medium kernels for n of dtype st (MediumSmem in kernels/lu/medium_lu.cuh).
+int medium_bytes(at::ScalarType st, int64_t n) {
+  const int m = static_cast<int>(n);
+  switch (st) {
+    case at::kFloat: return kernels::lu::medium_smem_bytes<float>(m);
+    case at::kDouble: return kernels::lu::medium_smem_bytes<double>(m);
+    case at::kComplexFloat: return kernels::lu::medium_smem_bytes<Cplx<float>>(m);
+    default: return kernels::lu::medium_smem_bytes<Cplx<double>>(m);
+  }
+}
+
+// Whether torch.linalg takes A instead of the kernels: n > 64, or 32 < n <= 64 where the medium kernels' tile does
+// not fit a block's shared memory (on AMD's 64 KiB: complex128 at n = 64, 68 KB; every case fits on CUDA GPUs).
+bool by_linalg(const at::Tensor& A, const char* op) {
+  check_warp_size(A, op);
+  const int64_t n = A.size(-1);
+  if (n > kMaxMediumN) return true;
+  return n > kMaxSmallN && medium_bytes(A.scalar_type(), n) > lu_cuda::device_smem_per_block(A.get_device());
+}
+
 // in: contiguous A (may be `out` itself); out: contiguous, same shape; n <= kMaxMediumN.
 void small_lu(const at::Tensor& in, at::Tensor& out, at::Tensor& pivots, at::Tensor& info) {
   const int64_t n = in.size(-1), batch = lu::batch_count(in);
@@ -193,7 +238,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tenso
   lu::check_input(A, "lu_factor_ex", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor LU, pivots, info;
-  if (A.size(-1) > kMaxMediumN) {
+  if (by_linalg(A, "lu_factor_ex")) {
     std::tie(LU, pivots, info) = at::linalg_lu_factor_ex(lu::readable(A), /*pivot=*/true, /*check_errors=*/false);
   } else {
     const at::Tensor in = kernel_input(A);
@@ -209,7 +254,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex_cuda(const at::Tenso
 at::Tensor lu_factor__cuda(at::Tensor& A) {
   lu::check_input(A, "lu_factor_", /*inplace=*/true);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxMediumN) {
+  if (by_linalg(A, "lu_factor_")) {
     auto [LU, pivots, info] = at::linalg_lu_factor_ex(lu::readable(A), /*pivot=*/true, /*check_errors=*/false);
     lu::write_values(A, LU);
     return pivots;
@@ -230,7 +275,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
   lu::check_input(A, "batched_inverse_ex", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
   at::Tensor X, info;
-  if (A.size(-1) > kMaxMediumN) {
+  if (by_linalg(A, "batched_inverse_ex")) {
     std::tie(X, info) = at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false);
   } else {
     info = new_info(A);
@@ -243,7 +288,7 @@ std::tuple<at::Tensor, at::Tensor> batched_inverse_ex_cuda(const at::Tensor& A, 
 at::Tensor batched_inverse_cuda(const at::Tensor& A) {
   lu::check_input(A, "batched_inverse", /*inplace=*/false);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxMediumN) return std::get<0>(at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false));
+  if (by_linalg(A, "batched_inverse")) return std::get<0>(at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false));
   return inverse_out_of_place(A, /*info=*/at::Tensor());
 }
 
@@ -251,7 +296,7 @@ void inverse_data_cuda(at::Tensor& A) {
   // Conjugate / negative views arrive as they are (lu.cpp): inverting the storage inverts the view.
   lu::check_input(A, "inverse_", /*inplace=*/true, /*math_bits=*/false);
   c10::cuda::CUDAGuard guard(A.device());
-  if (A.size(-1) > kMaxMediumN) {
+  if (by_linalg(A, "inverse_")) {
     lu::write_values(A, std::get<0>(at::linalg_inv_ex(lu::readable(A), /*check_errors=*/false)));
     return;
   }

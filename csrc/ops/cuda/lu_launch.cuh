@@ -57,6 +57,10 @@ void check_runtime(ti_error_t err);
 int current_device();          // c10::cuda::current_device()
 int device_sms(int device);    // ATen's (cached) device properties: multiprocessors
 int device_major(int device);  // and the compute capability's major version
+// The dynamic shared memory one block may take on `device`: CUDA's opt-in limit (227 KB on Hopper), AMD's LDS per
+// block (64 KiB; no opt-in). TORCH_INPLACE_LU_SMEM_LIMIT (bytes, read once) lowers it, so tests can take the AMD
+// route on an NVIDIA GPU.
+int device_smem_per_block(int device);
 
 }  // namespace lu_cuda
 }  // namespace torch_inplace
@@ -227,6 +231,10 @@ inline void allow_block_smem(const void* kernel, SmemLimitRaised& raised, int sm
   if (smem <= kMaxBlockSmem) return;
   const int dev = current_device();
   if (dev >= 0 && dev < SmemLimitRaised::kDevices && !raised.done[dev].load(std::memory_order_relaxed)) {
+    // No more than the device allows (AMD: 64 KiB, under the medium kernels' complex128 n = 64 tile, which the ops
+    // then hand to torch.linalg); `smem` itself fits (the ops route by medium_kernel_fits).
+    const int device_limit = device_smem_per_block(dev);
+    if (limit > device_limit) limit = device_limit < smem ? smem : device_limit;
     check_runtime(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
     raised.done[dev].store(true, std::memory_order_relaxed);
   }

@@ -34,6 +34,11 @@ plan::DeviceCaps gpu_caps(int device) {
   }
   if (!have[device]) {
     C10_CUDA_CHECK(gpu::query_caps(device, &cache[device]));
+    // The launchers size blocks with the compile-time warp width (kernels/common.cuh): a device with another one is
+    // refused (a ROCm build runs on the 64-wide wavefronts of gfx9 GPUs only), not given wrong results.
+    TORCH_CHECK(cache[device].warp_size == gpu::kernel_warp_size(), "transpose_: expected a GPU with ",
+                gpu::kernel_warp_size(), "-lane warps (wavefronts), which this build's kernels are compiled for, got "
+                "device ", device, " with ", cache[device].warp_size, "-lane ones");
     have[device] = 1;
   }
   return cache[device];

@@ -49,6 +49,8 @@ using namespace kernels;
 
 static_assert(plan::kGpuSuperMaxBytes == kSuperMaxBytes, "the planner's and the kernel's super-element width");
 
+int kernel_warp_size() { return kWarpSize; }
+
 cudaError_t query_caps(int device, plan::DeviceCaps* out) {
   cudaDeviceProp prop;
   TI_CHECK(cudaGetDeviceProperties(&prop, device));

@@ -31,5 +31,8 @@ cudaError_t launch_transpose(const LaunchPlan& lp, const plan::DeviceCaps& caps,
 // Reads the device's properties into caps.
 cudaError_t query_caps(int device, plan::DeviceCaps* caps);
 
+// The warp (wavefront) width the kernels and launchers are compiled for (kernels::kWarpSize: 32 on CUDA, 64 on HIP).
+int kernel_warp_size();
+
 }  // namespace gpu
 }  // namespace torch_inplace
