@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.11.0
 JOBS ?= $(shell nproc)
 PY := $(VENV)/bin/python
 export MAX_JOBS ?= $(JOBS)
-export TORCH_CUDA_ARCH_LIST ?= 9.0
+# TORCH_CUDA_ARCH_LIST is left to setup.py: the visible GPUs' own architectures, or 9.0 where none is visible.
 
 .PHONY: venv build demo test test-python test-cpp test-hip check-cuda bench-cpu clean
 

@@ -64,9 +64,11 @@ TORCH_INPLACE_API TransposePlan plan_transpose(c10::IntArrayRef shape, at::Scala
                                                c10::Device device = c10::Device(c10::kCPU),
                                                c10::string_view algorithm = "auto");
 
-// Scratch memory. Every op takes its scratch from PyTorch's allocator (the caching allocator on GPUs); the planner
-// only picks algorithms whose scratch fits the workspace limit, and an op for which none fits raises before it
-// writes anything. -1: no limit (the default).
+// Scratch memory. The transposition ops take their scratch from PyTorch's allocator (the caching allocator on GPUs);
+// the planner only picks algorithms whose scratch fits the workspace limit, and an op for which none fits raises
+// before it writes anything. -1: no limit (the default). The LU / inverse ops plan no scratch: the copies they make
+// of inputs their kernels cannot take as they are (strided views for the in-place ops, conj / neg views, misaligned
+// complex data) are the size of the input, neither limited nor counted in workspace_stats().
 //   workspace_limit():         the limit of the calling thread's calls: its latest WorkspaceLimitGuard still alive,
 //                              else the process-wide one.
 //   set_workspace_limit(b):    the process-wide limit (every thread without a guard); b >= 0, or -1; c10::Error

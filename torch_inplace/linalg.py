@@ -135,8 +135,8 @@ def lu_factor(A: torch.Tensor, pivot: bool = True) -> LUFactorResult:
     Raises:
         TypeError: ``A`` is not a tensor, or ``pivot`` is not a bool.
         RuntimeError: naming the op, for ``pivot=False``, fewer than 2 dims, a non-square ``A``
-            (``torch.linalg.lu_factor`` also takes rectangular ones; this function does not) or another dtype;
-            nothing is written then.
+            (``torch.linalg.lu_factor`` also takes rectangular ones; this function does not), another dtype or a sparse,
+            quantized or nested tensor; nothing is written then.
     """
     if torch.jit.is_scripting():
         if not pivot:
@@ -171,8 +171,8 @@ def lu_factor_ex(A: torch.Tensor, check_errors: bool = False, pivot: bool = True
 
     Raises:
         TypeError: ``A`` is not a tensor, ``pivot`` or ``check_errors`` is not a bool.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
-            written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype or a sparse,
+            quantized or nested tensor; nothing is written then.
         RuntimeError / torch.linalg.LinAlgError: with ``check_errors=True``, for singular input, as torch.
     """
     if torch.jit.is_scripting():
@@ -207,9 +207,10 @@ def lu_factor_(A: torch.Tensor) -> torch.Tensor:
 
     Raises:
         TypeError: ``A`` is not a tensor.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, elements that
-            overlap in memory (an expanded ``A``), a leaf that requires grad or an inference tensor outside
-            ``torch.inference_mode()``; nothing is written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a sparse, quantized or
+            nested tensor, elements that overlap in memory (an expanded ``A``), a leaf that requires grad (with grad
+            mode on, as PyTorch's own in-place ops) or an inference tensor outside ``torch.inference_mode()``;
+            nothing is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.lu_factor_(A)
@@ -237,8 +238,8 @@ def batched_inverse(A: torch.Tensor) -> torch.Tensor:
 
     Raises:
         TypeError: ``A`` is not a tensor.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
-            written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype or a sparse,
+            quantized or nested tensor; nothing is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.batched_inverse(A)
@@ -264,8 +265,8 @@ def batched_inverse_ex(A: torch.Tensor, check_errors: bool = False) -> InverseEx
 
     Raises:
         TypeError: ``A`` is not a tensor, or ``check_errors`` is not a bool.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A`` or another dtype; nothing is
-            written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype or a sparse,
+            quantized or nested tensor; nothing is written then.
         RuntimeError / torch.linalg.LinAlgError: with ``check_errors=True``, for singular input, as torch.
     """
     if torch.jit.is_scripting():
@@ -298,9 +299,10 @@ def inverse_(A: torch.Tensor) -> torch.Tensor:
 
     Raises:
         TypeError: ``A`` is not a tensor.
-        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, elements that
-            overlap in memory (an expanded ``A``), a leaf that requires grad or an inference tensor outside
-            ``torch.inference_mode()``; nothing is written then.
+        RuntimeError: naming the op, for fewer than 2 dims, a non-square ``A``, another dtype, a sparse, quantized or
+            nested tensor, elements that overlap in memory (an expanded ``A``), a leaf that requires grad (with grad
+            mode on, as PyTorch's own in-place ops) or an inference tensor outside ``torch.inference_mode()``;
+            nothing is written then.
     """
     if torch.jit.is_scripting():
         return torch.ops.inplace.inverse_(A)
