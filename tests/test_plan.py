@@ -279,18 +279,18 @@ def test_factory_and_plan_arguments_refused_naming_the_function():
     E = torch_inplace.empty_transposable
     cases = [
         (lambda: E(3, 4, device="bogus"), RuntimeError,
-         r"^empty_transposable\(\): expected a device .*got str 'bogus'"),
+         r"^empty_transposable: expected a device .*got str 'bogus'"),
         (lambda: E(3, 4, device=1.5), TypeError, r"^empty_transposable\(\): expected a device .*got float 1.5$"),
         (lambda: E(3, 4, dtype="float32"), TypeError, r"^empty_transposable\(\): expected dtype to be a torch.dtype"),
         (lambda: E(3, 4, requires_grad=1), TypeError, r"^empty_transposable\(\): expected requires_grad to be a bool"),
         (lambda: E(3, 4, dtype=torch.int32, requires_grad=True), RuntimeError,
-         r"^empty_transposable\(\): only tensors of floating point or complex dtype can require gradients, got "
+         r"^empty_transposable: only tensors of floating point or complex dtype can require gradients, got "
          r"requires_grad=True with dtype torch.int32"),
-        (lambda: torch_inplace.plan((3, 4), device="bogus"), RuntimeError, r"^plan\(\): expected a device"),
+        (lambda: torch_inplace.plan((3, 4), device="bogus"), RuntimeError, r"^torch_inplace\.plan: expected a device"),
     ]
     if not torch.cuda.is_available():
         cases.append((lambda: E(3, 4, device="cuda"), RuntimeError,
-                      r"^empty_transposable\(\): expected an available GPU for device 'cuda', but "
+                      r"^empty_transposable: expected an available GPU for device 'cuda', but "
                       r"torch.cuda.is_available\(\) is False"))
     for call, kind, pattern in cases:
         with pytest.raises(kind, match=pattern):

@@ -110,14 +110,17 @@ def _as_int(value: object, fn: str, what: str) -> int:
     raise TypeError(f"{fn}(): expected {what}, got {_type_name(value)} {value!r}")
 
 
-def _as_device(device: object, fn: str) -> torch.device:
-    """``device`` as a torch.device; torch.device's own error (TypeError or RuntimeError), naming ``fn``, otherwise."""
+def _as_device(device: object, fn: str, op: str) -> torch.device:
+    """``device`` as a torch.device; else torch.device's own error type, naming the function: a TypeError as
+    ``fn()``, a RuntimeError (an unknown device string) as ``op``, as the op's other RuntimeErrors do."""
+    expected = 'expected a device ("cpu", "cuda", "cuda:1", an index or a torch.device)'
     try:
         return torch.device(device)  # type: ignore[arg-type]
-    except (TypeError, RuntimeError) as e:
-        reason = f" ({str(e).splitlines()[0]})" if isinstance(e, RuntimeError) else ""  # the unknown device type
-        raise type(e)(f"{fn}(): expected a device (\"cpu\", \"cuda\", \"cuda:1\", an index or a torch.device), "
-                      f"got {_type_name(device)} {device!r}{reason}") from None
+    except TypeError:
+        raise TypeError(f"{fn}(): {expected}, got {_type_name(device)} {device!r}") from None
+    except RuntimeError as e:
+        reason = str(e).splitlines()[0]
+        raise RuntimeError(f"{op}: {expected}, got {_type_name(device)} {device!r} ({reason})") from None
 
 
 def _not_a_tensor(t: object, fn: str) -> None:
@@ -272,7 +275,7 @@ def plan(shape: Sequence[int], dtype: torch.dtype = torch.float32, device: torch
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, torch.Size)):
         raise TypeError(f"plan(): expected shape to be a sequence of integers, got {_type_name(shape)}")
     sizes = [_as_int(s, "plan", "integer sizes in shape") for s in shape]
-    name, scratch, why = _ops._plan_transpose(sizes, dtype, _as_device(device, "plan"), algorithm)
+    name, scratch, why = _ops._plan_transpose(sizes, dtype, _as_device(device, "plan", "torch_inplace.plan"), algorithm)
     return Plan(name, scratch, why)
 
 
@@ -309,17 +312,17 @@ def empty_transposable(*shape: int | Sequence[int], dtype: Optional[torch.dtype]
     if requires_grad:  # refused before the allocation, as torch.empty does, but naming the function
         dt = dtype if dtype is not None else torch.get_default_dtype()
         if not (dt.is_floating_point or dt.is_complex):
-            raise RuntimeError(f"{fn}(): only tensors of floating point or complex dtype can require gradients, got "
+            raise RuntimeError(f"{fn}: only tensors of floating point or complex dtype can require gradients, got "
                                f"requires_grad=True with dtype {dt}")
     if device is not None:
-        dev = _as_device(device, fn)
+        dev = _as_device(device, fn, fn)
     elif torch.compiler.is_compiling():  # Dynamo cannot trace get_default_device(); the op's default is the CPU
         dev = None
     else:
         dev = torch.get_default_device()  # torch.set_default_device, as torch.empty follows it
     if (dev is not None and dev.type == "cuda" and not torch.compiler.is_compiling()
             and not torch.cuda.is_available()):
-        raise RuntimeError(f"{fn}(): expected an available GPU for device {str(dev)!r}, but torch.cuda.is_available() "
+        raise RuntimeError(f"{fn}: expected an available GPU for device {str(dev)!r}, but torch.cuda.is_available() "
                            "is False (no GPU, driver or GPU build of PyTorch)")
     out = _ops.empty_transposable(sizes, dtype=dtype, device=dev)
     return out.requires_grad_() if requires_grad else out
