@@ -166,6 +166,7 @@ int medium_bytes(at::ScalarType st, int64_t n) {
 
 // Whether torch.linalg takes A instead of the kernels: n > 64, or 32 < n <= 64 where the medium kernels' tile does
 // not fit a block's shared memory (on AMD's 64 KiB: complex128 at n = 64, 68 KB; every case fits on CUDA GPUs).
+// Every GPU op asks this first, so it also refuses a device of another warp width (check_warp_size) for them.
 bool by_linalg(const at::Tensor& A, const char* op) {
   check_warp_size(A, op);
   const int64_t n = A.size(-1);

@@ -232,7 +232,7 @@ inline void allow_block_smem(const void* kernel, SmemLimitRaised& raised, int sm
   const int dev = current_device();
   if (dev >= 0 && dev < SmemLimitRaised::kDevices && !raised.done[dev].load(std::memory_order_relaxed)) {
     // No more than the device allows (AMD: 64 KiB, under the medium kernels' complex128 n = 64 tile, which the ops
-    // then hand to torch.linalg); `smem` itself fits (the ops route by medium_kernel_fits).
+    // then hand to torch.linalg); `smem` itself fits (lu_kernel.cu routes by it, by_linalg).
     const int device_limit = device_smem_per_block(dev);
     if (limit > device_limit) limit = device_limit < smem ? smem : device_limit;
     check_runtime(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
