@@ -360,6 +360,27 @@ def test_gradcheck(device):
     torch.testing.assert_close(g_ours, g_ref)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["inverse_", "lu_factor_"])
+@pytest.mark.parametrize("view", [False, True], ids=["tensor", "transposed_view"])
+def test_backward_after_a_pack_hook_raised_is_an_error(name, view, device):
+    """PyTorch saves a Function's tensors after its forward ran and gave the output its history; a saved_tensors_hooks
+    pack hook that raises there leaves the in-place op's node with nothing saved. Its backward read past the empty
+    list (a segfault); it raises now, as PyTorch's own in-place ops' backward does then."""
+    def refuse(t):
+        raise RuntimeError("pack refused")
+
+    leaf = (torch.eye(3, dtype=torch.float64, device=device) * 2 + 0.1).requires_grad_()
+    A = leaf * 1
+    if view:
+        A = A.mT
+    with pytest.raises(RuntimeError, match="pack refused"):
+        with torch.autograd.graph.saved_tensors_hooks(refuse, lambda t: t):
+            getattr(TL, name)(A)
+    with pytest.raises(RuntimeError, match=f"^{name}: expected the [12] tensor\\(s\\) saved for backward, got 0"):
+        A.sum().backward()
+
+
 def test_inplace_on_leaf_requiring_grad_refused():
     A = well_conditioned((2,), 3, torch.float64, "cpu").requires_grad_()
     with pytest.raises(RuntimeError, match="leaf"):

@@ -123,6 +123,36 @@ def test_exact_ties_pick_the_first_row_as_lapack(dtype):
     assert compared > 1000
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_pivots_near_the_largest_finite_value(device, dtype):
+    """Pivots c + di with both parts above half the largest finite value: Smith's reciprocal divides by c + d (d / c),
+    which overflowed, so the reciprocal was 0, every multiplier of that column 0 and info 0 (CPU and GPU alike).
+    A = B * 2^e with e the largest exponent: scaling by a power of two is exact, so the LU of A is B's with U scaled
+    by 2^e and A^-1 is B^-1 scaled by 2^-e (subnormal in complex64, hence the looser tolerance there)."""
+    real = torch.float32 if dtype == torch.complex64 else torch.float64
+    e = 127 if real == torch.float32 else 1023  # 2^e (1 + i): |re| + |im| = 2^(e + 1) > the largest finite value
+    g = torch.Generator().manual_seed(11)
+    for n in (1, 2, 5, 16, 32, 40):  # n = 1 (elementwise kernel), the register kernels, the medium ones (n > 32)
+        u = torch.rand(3, n, generator=g, dtype=torch.float64)
+        off = torch.randn(3, n, n, 2, generator=g, dtype=torch.float64) * (0.3 / n)
+        B = torch.view_as_complex(off) + torch.diag_embed((1 + 1j) * (1 + 0.1 * u))  # pivots on the diagonal
+        B = B.to(dtype)
+        A = (B * 2.0 ** e).to(device)
+        LU_B, piv_B = torch.linalg.lu_factor(B.to(torch.complex128))
+        LU, piv, info = TL.lu_factor_ex(A)
+        assert torch.equal(info.cpu(), torch.zeros(3, dtype=torch.int32)), (n, info)
+        assert torch.equal(piv.cpu(), piv_B), n
+        LU = LU.cpu().to(torch.complex128)
+        rtol = 1e-5 if dtype == torch.complex64 else 1e-12
+        torch.testing.assert_close(LU.tril(-1), LU_B.tril(-1), rtol=rtol, atol=rtol)
+        torch.testing.assert_close(LU.triu() * 2.0 ** -e, LU_B.triu(), rtol=rtol, atol=rtol)
+        X = TL.batched_inverse(A).cpu().to(torch.complex128) * 2.0 ** e
+        X_ref = torch.linalg.inv(B.to(torch.complex128))
+        torch.testing.assert_close(X, X_ref, rtol=1e-3 if dtype == torch.complex64 else 1e-9,
+                                   atol=1e-3 if dtype == torch.complex64 else 1e-9)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_subnormal_pivots_give_finite_factors(dtype):
     """A column whose entries are all subnormal (below sfmin): LAPACK's getf2 divides by such a pivot instead of

@@ -84,10 +84,15 @@ at::Tensor allocate_workspace(int64_t bytes, int64_t limit, c10::Device device, 
   TORCH_CHECK(bytes >= 0, op, ": internal error: negative workspace request ", bytes);
   TORCH_CHECK(limit < 0 || bytes <= limit, op, ": needs ", bytes, " bytes of workspace, over the limit of ", limit,
               " bytes set by the workspace limit (torch_inplace.workspace_limit / set_workspace_limit)");
+  if (bytes == 0) {
+    record_workspace(0);
+    return at::Tensor();
+  }
+  // at::empty goes through the device's allocator: the caching allocator on the current stream for GPUs. Recorded
+  // once it succeeded (a failed allocation raises, and the call moved nothing).
+  at::Tensor scratch = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
   record_workspace(bytes);
-  if (bytes == 0) return at::Tensor();
-  // at::empty goes through the device's allocator: the caching allocator on the current stream for GPUs.
-  return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  return scratch;
 }
 
 }  // namespace torch_inplace

@@ -119,15 +119,28 @@ TI_DEVICE Cplx<R> fnms(Cplx<R> acc, Cplx<R> a, Cplx<R> b) {
 
 TI_DEVICE float recip(float a) { return 1.f / a; }
 TI_DEVICE double recip(double a) { return 1.0 / a; }
-// Smith's algorithm: no overflow for large |a|.
+// The largest finite value of the argument's type.
+TI_DEVICE float finite_max(float) { return 3.40282347e+38f; }
+TI_DEVICE double finite_max(double) { return 1.7976931348623157e+308; }
+
+// Smith's algorithm: 1 / (c + di) = (1 - i r) / d with r = d / c and d = c + d r = c (1 + r^2), |c| >= |d| (or the
+// same with the parts' roles swapped). d itself overflows where |c| + |d| |r| passes the largest finite value (both
+// parts above about half of it: a pivot of the size the dtype's range allows), and the reciprocal came out 0: the
+// LU's multipliers of that column 0, info 0. There it is formed with 1 / c factored out instead, (1 - i r) (1 / c) /
+// (1 + r^2), which stays finite (1 / c is subnormal there, as the true reciprocal is). Elsewhere (d finite, or NaN
+// from non-finite input, which the other form gives alike) the results are Smith's, bit for bit.
 template <typename R>
 TI_DEVICE Cplx<R> recip(Cplx<R> a) {
   if (fabs_r(a.re) >= fabs_r(a.im)) {
     const R r = a.im / a.re, d = a.re + a.im * r;
-    return Cplx<R>{R(1) / d, -r / d};
+    if (!(fabs_r(d) > finite_max(R{}))) return Cplx<R>{R(1) / d, -r / d};
+    const R q = (R(1) / a.re) / (R(1) + r * r);
+    return Cplx<R>{q, -r * q};
   }
   const R r = a.re / a.im, d = a.re * r + a.im;
-  return Cplx<R>{r / d, R(-1) / d};
+  if (!(fabs_r(d) > finite_max(R{}))) return Cplx<R>{r / d, R(-1) / d};
+  const R q = (R(1) / a.im) / (R(1) + r * r);
+  return Cplx<R>{r * q, -q};
 }
 
 // LAPACK's pivot measure: |x| for reals, |re| + |im| for complex (i?amax / cabs1).

@@ -80,9 +80,20 @@ at::Tensor lu_factor__below(at::Tensor& A) {
   return op.call(A);
 }
 
+// The values a Function saved, unpacked (which checks they were not modified since). PyTorch saves them after the
+// forward ran and the outputs' history was set, so a saved_tensors_hooks pack hook that raised there leaves a node
+// with nothing saved (for the in-place ops, on a tensor already written and given that node): its backward raises,
+// as PyTorch's own in-place ops' do then, instead of reading past an empty list.
+variable_list saved_values(AutogradContext* ctx, size_t count, const char* op) {
+  variable_list saved = ctx->get_saved_variables();
+  TORCH_CHECK(saved.size() == count, op, ": expected the ", count, " tensor(s) saved for backward, got ", saved.size(),
+              " (did a saved_tensors_hooks pack hook raise in the forward?); the gradient cannot be computed");
+  return saved;
+}
+
 // The inverse Functions' backward: grad_A from the X they saved (none where X's gradient is undefined).
-at::Tensor saved_inverse_grad(AutogradContext* ctx, const at::Tensor& G) {
-  const at::Tensor X = ctx->get_saved_variables()[0];  // unpacked first: checks X was not modified since
+at::Tensor saved_inverse_grad(AutogradContext* ctx, const at::Tensor& G, const char* op) {
+  const at::Tensor X = saved_values(ctx, 1, op)[0];  // unpacked first: checks X was not modified since
   if (!G.defined()) return at::Tensor();
   return inverse_backward(X, G);
 }
@@ -96,7 +107,7 @@ class BatchedInverseEx : public torch::autograd::Function<BatchedInverseEx> {
     return {X, info};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {saved_inverse_grad(ctx, grads[0]), at::Tensor()};
+    return {saved_inverse_grad(ctx, grads[0], "batched_inverse_ex"), at::Tensor()};
   }
 };
 
@@ -108,7 +119,7 @@ class BatchedInverse : public torch::autograd::Function<BatchedInverse> {
     return {X};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {saved_inverse_grad(ctx, grads[0])};
+    return {saved_inverse_grad(ctx, grads[0], "batched_inverse")};
   }
 };
 
@@ -124,7 +135,7 @@ class InverseInplace : public torch::autograd::Function<InverseInplace> {
     return {A};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {saved_inverse_grad(ctx, grads[0])};
+    return {saved_inverse_grad(ctx, grads[0], "inverse_")};
   }
 };
 
@@ -137,7 +148,7 @@ class LuFactorEx : public torch::autograd::Function<LuFactorEx> {
     return {LU, pivots, info};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
+    const auto saved = saved_values(ctx, 2, "lu_factor_ex");
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
     return {lu_backward(saved[0], saved[1], grads[0]), at::Tensor()};
   }
@@ -160,7 +171,7 @@ class LuFactorInplace : public torch::autograd::Function<LuFactorInplace> {
     return {A};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
+    const auto saved = saved_values(ctx, 2, "lu_factor_");
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
     return {lu_backward(saved[0], saved[1], grads[0]), at::Tensor()};
   }

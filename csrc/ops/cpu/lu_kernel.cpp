@@ -53,6 +53,27 @@ inline T divide_by_tiny(T x, T p) {
   }
 }
 
+// 1 / p. Complex division (c10's, numpy's Smith-style formula) divides by c + d (d / c) with |c| >= |d|, which
+// overflows where |c| + |d| |d / c| passes the largest finite value (both parts above about half of it): the
+// reciprocal came out 0, and with it the multipliers of that column, with info 0 (torch.linalg is right there). Such
+// a p is finite, so its true reciprocal is not 0: it is then formed with 1 / c factored out, (1 - i r) (1 / c) /
+// (1 + r^2), r = d / c, which stays finite. Elsewhere the result is the division's, bit for bit.
+template <typename T>
+inline T reciprocal(T p) {
+  const T inv = T(1) / p;
+  if constexpr (c10::is_complex<T>::value) {
+    using R = typename c10::scalar_value_type<T>::type;
+    if (inv == T(0) && std::isfinite(p.real()) && std::isfinite(p.imag())) {
+      const bool re_larger = std::abs(p.real()) >= std::abs(p.imag());
+      const R big = re_larger ? p.real() : p.imag(), small = re_larger ? p.imag() : p.real();
+      const R r = small / big;
+      const R q = (R(1) / big) / (R(1) + r * r);
+      return re_larger ? T(q, -r * q) : T(r * q, -q);
+    }
+  }
+  return inv;
+}
+
 // In-place LU of the row-major n x n matrix `a`; ipiv 1-based (LAPACK). Returns info (first zero pivot, 1-based).
 // N > 0: n is N, a compile-time constant (small n: the loops unroll and the row updates vectorize); N == 0: any n.
 template <typename T, int N = 0>
@@ -76,7 +97,7 @@ int32_t getrf(T* a, int64_t n_, int32_t* ipiv) {
     }
     const T pivot = a[k * n + k];
     const bool scale = reciprocal_is_safe(pivot);
-    const T inv = T(1) / pivot;
+    const T inv = reciprocal(pivot);
     const T* pivot_row = a + k * n;
     for (int64_t i = k + 1; i < n; ++i) {
       T* row = a + i * n;
@@ -115,7 +136,7 @@ void getri(const T* lu, const int32_t* ipiv, int64_t n_, T* x) {
     }
     const T pivot = lu[i * n + i];
     if (reciprocal_is_safe(pivot)) {
-      const T inv = T(1) / pivot;
+      const T inv = reciprocal(pivot);
       for (int64_t j = 0; j < n; ++j) x[i * n + j] *= inv;
     } else {
       for (int64_t j = 0; j < n; ++j) x[i * n + j] = divide_by_tiny(x[i * n + j], pivot);
