@@ -123,12 +123,12 @@ TI_DEVICE double recip(double a) { return 1.0 / a; }
 TI_DEVICE float finite_max(float) { return 3.40282347e+38f; }
 TI_DEVICE double finite_max(double) { return 1.7976931348623157e+308; }
 
-// Smith's algorithm: 1 / (c + di) = (1 - i r) / d with r = d / c and d = c + d r = c (1 + r^2), |c| >= |d| (or the
-// same with the parts' roles swapped). d itself overflows where |c| + |d| |r| passes the largest finite value (both
-// parts above about half of it: a pivot of the size the dtype's range allows), and the reciprocal came out 0: the
-// LU's multipliers of that column 0, info 0. There it is formed with 1 / c factored out instead, (1 - i r) (1 / c) /
-// (1 + r^2), which stays finite (1 / c is subnormal there, as the true reciprocal is). Elsewhere (d finite, or NaN
-// from non-finite input, which the other form gives alike) the results are Smith's, bit for bit.
+// Smith's algorithm: 1 / (c + di) = (1 - i r) / den with r = d / c and den = c + d r = c (1 + r^2), |c| >= |d| (or
+// the same with the parts' roles swapped). den overflows where |c| + |d| |r| passes the largest finite value (both
+// parts above about half of it), and the reciprocal came out 0: the LU's multipliers of that column 0, info 0. There
+// it is formed with 1 / c factored out instead, (1 - i r) (1 / c) / (1 + r^2), which stays finite (1 / c is subnormal
+// there, as the true reciprocal is). Elsewhere (den finite, or NaN from non-finite input, which the other form gives
+// alike) the results are Smith's, bit for bit.
 template <typename R>
 TI_DEVICE Cplx<R> recip(Cplx<R> a) {
   if (fabs_r(a.re) >= fabs_r(a.im)) {
