@@ -8,6 +8,13 @@
 
 #include "plan/transpose_plan.h"
 
+// The dispatch keys of tensors without dense strided storage (sparse, sparse CSR, quantized, nested, MKL-DNN). The
+// autograd kernels refuse such tensors, but with autograd off (torch.inference_mode) the dispatcher goes on to these
+// keys, where lu.cpp and transpose.cpp register kernels that refuse them as the backends refuse other tensors.
+#define TORCH_INPLACE_FOR_EACH_NON_DENSE_KEY(X)                                                          \
+  X(SparseCPU) X(SparseCUDA) X(SparseCsrCPU) X(SparseCsrCUDA) X(QuantizedCPU) X(QuantizedCUDA) \
+  X(NestedTensorCPU) X(NestedTensorCUDA) X(MkldnnCPU)
+
 namespace torch_inplace {
 
 // How much check_transposable enforces.

@@ -313,10 +313,10 @@ TORCH_LIBRARY_IMPL(inplace, CompositeImplicitAutograd, m) {
   m.impl("inverse_", &inverse__composite);
 }
 
-// Sparse, quantized, nested and MKL-DNN tensors: no kernel takes them. The autograd kernels refuse them, naming the
-// op, but with autograd off (torch.inference_mode) the dispatcher went on to their backend keys and raised its own
-// "Could not run 'inplace::batched_inverse' with arguments from the 'SparseCPU' backend". These kernels refuse them as
-// the others do (lu::check_input cannot pass on such a tensor: its layout, dtype or nestedness is refused).
+// Sparse, quantized, nested and MKL-DNN tensors (TORCH_INPLACE_FOR_EACH_NON_DENSE_KEY, core/checks.h): without
+// these kernels the dispatcher raised its own "Could not run 'inplace::batched_inverse' with arguments from the
+// 'SparseCPU' backend" in inference mode. They refuse them as the others do (lu::check_input cannot pass on such a
+// tensor: its layout, dtype or nestedness is refused).
 namespace {
 [[noreturn]] void refuse(const at::Tensor& A, const char* op, bool inplace) {
   lu::check_input(A, op, inplace, /*math_bits=*/false);
@@ -337,14 +337,9 @@ void register_refusals(torch::Library& m) {
   });
 }
 }  // namespace
-TORCH_LIBRARY_IMPL(inplace, SparseCPU, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, SparseCUDA, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, SparseCsrCPU, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, SparseCsrCUDA, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, QuantizedCPU, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, QuantizedCUDA, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, NestedTensorCPU, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, NestedTensorCUDA, m) { register_refusals(m); }
-TORCH_LIBRARY_IMPL(inplace, MkldnnCPU, m) { register_refusals(m); }
+#define TI_REFUSE_ON(key) \
+  TORCH_LIBRARY_IMPL(inplace, key, m) { register_refusals(m); }
+TORCH_INPLACE_FOR_EACH_NON_DENSE_KEY(TI_REFUSE_ON)
+#undef TI_REFUSE_ON
 
 }  // namespace torch_inplace

@@ -243,15 +243,10 @@ void refuse_transpose_data(at::Tensor& self, c10::string_view) {
   TORCH_CHECK(false, "transpose_: expected a dense strided tensor, got one with dispatch keys ", self.key_set());
 }
 }  // namespace
-TORCH_LIBRARY_IMPL(inplace, SparseCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, SparseCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, SparseCsrCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, SparseCsrCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, QuantizedCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, QuantizedCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, NestedTensorCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, NestedTensorCUDA, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
-TORCH_LIBRARY_IMPL(inplace, MkldnnCPU, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+#define TI_REFUSE_ON(key) \
+  TORCH_LIBRARY_IMPL(inplace, key, m) { m.impl("_transpose_data_", &refuse_transpose_data); }
+TORCH_INPLACE_FOR_EACH_NON_DENSE_KEY(TI_REFUSE_ON)
+#undef TI_REFUSE_ON
 TORCH_LIBRARY_IMPL(inplace, Conjugate, m) { fall_through_math_bits(m); }
 TORCH_LIBRARY_IMPL(inplace, Negative, m) { fall_through_math_bits(m); }
 
