@@ -85,12 +85,14 @@ at::Tensor& transpose_impl(at::Tensor& self, const char* op, c10::string_view al
   static auto data_op = c10::Dispatcher::singleton()
                             .findSchemaOrThrow("inplace::_transpose_data_", "")
                             .typed<void(at::Tensor&, c10::string_view)>();
-  call_naming(op, [&] { data_op.call(self, algorithm); });
-  // Sizes may be symbolic under torch.compile(dynamic=True): build the new geometry with SymInts.
+  // Sizes may be symbolic under torch.compile(dynamic=True): build the new geometry with SymInts, before the data
+  // moves, so that running out of host memory for it cannot leave the data transposed under the old shape.
   const int64_t d = self.dim();
   std::vector<c10::SymInt> sizes(self.sym_sizes().begin(), self.sym_sizes().end());
   std::swap(sizes[d - 1], sizes[d - 2]);
-  self.as_strided__symint(sizes, contiguous_strides<c10::SymInt>(sizes), c10::SymInt(0));
+  const std::vector<c10::SymInt> strides = contiguous_strides<c10::SymInt>(sizes);
+  call_naming(op, [&] { data_op.call(self, algorithm); });
+  self.as_strided__symint(sizes, strides, c10::SymInt(0));
   return self;
 }
 

@@ -84,6 +84,7 @@ class CpuTranspose {
     if (plan.algo == plan::Algo::Tiled32) {
       const plan::Problem& pr = plan.problem;
       tl_ = plan::cpu_tiled_layout(pr.rows, pr.cols, plan.tile_m, plan.tile_n, sizeof(T), plan.threads);
+      prepare_block_cycles();
       return;
     }
     if (plan.algo == plan::Algo::Cut) {
@@ -91,12 +92,20 @@ class CpuTranspose {
       cut_ = plan::cpu_cut_layout(pr.rows, pr.cols, plan.cut_rows, plan.cut_cols, plan.tile_m, plan.tile_n, sizeof(T),
                                   plan.threads);
       tl_ = cut_.tiled;
+      prepare_block_cycles();
+      move_chunks_.resize(at::get_num_threads());
       return;
     }
     if (plan.algo == plan::Algo::Skinny) {
       const plan::Problem& pr = plan.problem;
       sk_ = plan::cpu_skinny_layout(std::max(pr.rows, pr.cols), std::min(pr.rows, pr.cols), sizeof(T), plan.threads,
                                     plan.tile_m);
+      if (pr.rows > pr.cols) {
+        find_super_leaders(sk_.Mp, sk_.F);
+      } else {
+        find_super_leaders(sk_.F, sk_.Mp);
+      }
+      move_chunks_.resize(at::get_num_threads());
       return;
     }
     layout_ = plan::cpu_scratch_layout(m_, n_, sizeof(T), plan.threads, plan.panel);
@@ -104,6 +113,15 @@ class CpuTranspose {
     leaders_ = reinterpret_cast<uint64_t*>(scratch_ + layout_.leaders_off);
     find_cycle_leaders();
   }
+
+  // move_rows: one thread's chunk of a wave, destination [c0, c1), its halo [h0, h1) at buf + off.
+  struct Chunk {
+    int64_t c0, c1, h0, h1, off;
+  };
+  // block_transpose: steps [k0, k1) of the cycle from leader, in thread region `slot`; p0 = its position k0.
+  struct Segment {
+    int64_t leader, k0, k1, slot, next, p0;
+  };
 
   // Whether matrices of a batch may run concurrently (each then runs its steps on one thread): not for the
   // skinny path, whose visited bitmap and remainder block are shared.
@@ -399,15 +417,15 @@ class CpuTranspose {
     });
   }
 
-  // (P, Q, k) -> (Q, P, k) in place (100!): the element at p = a*Q + b goes to b*P + a; cycles followed with
-  // k-element super-elements, leaders found with a visited bitmap, cycles run in parallel.
-  void super_transpose(T* A, int64_t P, int64_t Q, int64_t k) const {
+  // The leaders of (P, Q, k) -> (Q, P, k)'s cycles that move (super_transpose), found once per call in the
+  // constructor, before anything is written (the visited bitmap is the skinny layout's): the call's host memory is all
+  // allocated before its first write, so that running out of it leaves the tensor as it was.
+  void find_super_leaders(int64_t P, int64_t Q) {
     if (P <= 1 || Q <= 1) return;
     const int64_t L = P * Q;
     auto* visited = reinterpret_cast<uint64_t*>(scratch_ + sk_.visited_off);
     std::memset(visited, 0, ((L + 63) / 64) * 8);
     auto dest = [&](int64_t p) { return (p % Q) * P + p / Q; };
-    std::vector<int64_t> leaders;
     for (int64_t s = 0; s < L; ++s) {
       if (bit_get(visited, s)) continue;
       int64_t p = s;
@@ -415,8 +433,16 @@ class CpuTranspose {
         bit_set(visited, p);
         p = dest(p);
       } while (p != s);
-      if (dest(s) != s) leaders.push_back(s);
+      if (dest(s) != s) super_leaders_.push_back(s);
     }
+  }
+
+  // (P, Q, k) -> (Q, P, k) in place (100!): the element at p = a*Q + b goes to b*P + a; cycles followed with
+  // k-element super-elements from the leaders of find_super_leaders, cycles run in parallel.
+  void super_transpose(T* A, int64_t P, int64_t Q, int64_t k) const {
+    if (P <= 1 || Q <= 1) return;
+    auto dest = [&](int64_t p) { return (p % Q) * P + p / Q; };
+    const std::vector<int64_t>& leaders = super_leaders_;
     const size_t bytes = k * sizeof(T);
     at::parallel_for(0, static_cast<int64_t>(leaders.size()), 1, [&](int64_t lo, int64_t hi) {
       T* carry = skinny_thread_buf();
@@ -450,7 +476,7 @@ class CpuTranspose {
 
   // ---- tiled: Karlsson's three stages (plan::CpuTiledLayout) ---------------------------------------------------
   struct TiledScratch {
-    uint64_t* visited;  // M' * N' bits
+    uint64_t* visited;  // M' * N' bits (prepare_block_cycles)
     uint64_t* leaders;  // M' * N' bits
     uint64_t* band;     // a band problem's visited bits
     T* block;           // one m x n block
@@ -535,7 +561,7 @@ class CpuTranspose {
     const bool compact = ds < ss;
     const int64_t K = at::get_num_threads();
     if (K == 1 || at::in_parallel_region() || (count - 1) * len * es < kParallelMoveBytes ||
-        buf_elems * es < kMoveBufferBytes) {
+        buf_elems * es < kMoveBufferBytes || K > static_cast<int64_t>(move_chunks_.size())) {
       if (compact) {
         for (int64_t i = 1; i < count; ++i) std::memmove(A + i * ds, A + i * ss, len * es);
       } else {
@@ -550,10 +576,7 @@ class CpuTranspose {
       const int64_t p = c1 - 1, i = p / ds;
       return p - i * ds >= len ? i * ds + len - 1 : p;
     };
-    struct Chunk {
-      int64_t c0, c1, h0, h1, off;  // destination [c0, c1); halo [h0, h1) at buf + off
-    };
-    std::vector<Chunk> chunks(K);
+    std::vector<Chunk>& chunks = move_chunks_;  // sized in the constructor (no allocation past the first write)
     // Chunks and halos of the wave [a, b); false where the halos exceed the buffer.
     auto plan_wave = [&](int64_t a, int64_t b) {
       int64_t off = 0;
@@ -758,6 +781,23 @@ class CpuTranspose {
     scalar(mv, m, 0, nv);
   }
 
+  // The cycles of block_transpose's (Mp, Np) grid, and room for its rounds of segments, once per call in the
+  // constructor, before anything is written: the call's host memory is all allocated before its first write, so
+  // that running out of it leaves the tensor as it was. (The visited bitmap is the calling thread's region's.)
+  void prepare_block_cycles() {
+    const int64_t Mp = tl_.Mp, Np = tl_.Np, L = Mp * Np;
+    uint64_t* visited = tiled_scratch().visited;
+    std::memset(visited, 0, ((L + 63) / 64) * 8);
+    auto src = [&](int64_t q) { return (q % Mp) * Np + q / Mp; };
+    for (int64_t s = 0; s < L; ++s) {  // every cycle, fixed points included: their blocks change shape
+      if (bit_get(visited, s)) continue;
+      int64_t len = 0;
+      for (int64_t p = s; !bit_get(visited, p); p = src(p), ++len) bit_set(visited, p);
+      block_cycles_.emplace_back(s, len);
+    }
+    block_round_.reserve(std::max<int64_t>(1, plan_.threads));
+  }
+
   // The (Mp, Np) grid of m x n blocks -> the (Np, Mp) grid of n x m blocks, each block transposed. Position p of
   // the grid receives block src(p), so a cycle p_0 -> p_1 = src(p_0) -> ... is followed with the first block saved
   // (leaders found on the calling thread). The grid's cycles are few and uneven (4096 x 3072 fp32: 768 blocks in 6
@@ -769,17 +809,10 @@ class CpuTranspose {
   void block_transpose(T* A, int64_t Mp, int64_t Np, int64_t m, int64_t n) const {
     const int64_t L = Mp * Np, B = m * n, words = (L + 63) / 64;
     const TiledScratch own = tiled_scratch();
-    std::memset(own.visited, 0, words * 8);
     std::memset(own.leaders, 0, words * 8);
     auto src = [&](int64_t q) { return (q % Mp) * Np + q / Mp; };
-    std::vector<std::pair<int64_t, int64_t>> cycles;  // (leader, length)
-    for (int64_t s = 0; s < L; ++s) {  // every cycle, fixed points included: their blocks change shape
-      if (bit_get(own.visited, s)) continue;
-      bit_set(own.leaders, s);
-      int64_t len = 0;
-      for (int64_t p = s; !bit_get(own.visited, p); p = src(p), ++len) bit_set(own.visited, p);
-      cycles.emplace_back(s, len);
-    }
+    const std::vector<std::pair<int64_t, int64_t>>& cycles = block_cycles_;  // (leader, length)
+    for (const auto& c : cycles) bit_set(own.leaders, c.first);
     if (cycles.empty()) return;
     const int64_t regions = std::max<int64_t>(1, plan_.threads);  // the tiled layout's thread regions
     const int64_t P = at::in_parallel_region() ? 1 : std::min<int64_t>(regions, at::get_num_threads());
@@ -802,13 +835,13 @@ class CpuTranspose {
       });
       return;
     }
-    struct Segment {
-      int64_t leader, k0, k1, slot, next, p0;  // steps [k0, k1) of the cycle from leader; p0 = its position k0
-    };
     auto saved = [&](int64_t slot) {
       return reinterpret_cast<T*>(scratch_ + slot * tl_.thread_bytes + tl_.block_off);
     };
-    std::vector<Segment> round;
+    // Reserved for P segments in the constructor (P <= plan_.threads); this path runs outside parallel regions only,
+    // so one call at a time uses it.
+    std::vector<Segment>& round = block_round_;
+    round.clear();
     auto run_round = [&]() {
       at::parallel_for(0, static_cast<int64_t>(round.size()), 1, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) {
@@ -884,6 +917,14 @@ class CpuTranspose {
   plan::CpuOnchipLayout oc_;
   uint64_t* visited_ = nullptr;
   uint64_t* leaders_ = nullptr;
+  // Host memory of the skinny, tiled and cut paths, allocated in the constructor (before the first write; see
+  // find_super_leaders, prepare_block_cycles): the moving cycles' leaders of the skinny path's super_transpose, the
+  // cycles of the tiled path's block grid (leader, length), and what the calling thread's passes fill in each time
+  // (a round of block_transpose's segments; move_rows' chunks, one per thread).
+  std::vector<int64_t> super_leaders_;
+  std::vector<std::pair<int64_t, int64_t>> block_cycles_;
+  mutable std::vector<Segment> block_round_;
+  mutable std::vector<Chunk> move_chunks_;
 };
 
 template <typename T>
