@@ -102,9 +102,10 @@ at::Tensor& transpose_composite(at::Tensor& self, c10::string_view algorithm) {
 at::Tensor& aos_to_soa_composite(at::Tensor& self) { return transpose_impl(self, "aos_to_soa_", "auto"); }
 at::Tensor& soa_to_aos_composite(at::Tensor& self) { return transpose_impl(self, "soa_to_aos_", "auto"); }
 
-std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef shape, at::ScalarType dtype,
-                                                                c10::Device device, c10::string_view algorithm) {
-  const char* op = "torch_inplace.plan";
+// `op` names the caller in errors: torch_inplace.plan (Python, through the op) or torch_inplace::plan_transpose (C++).
+std::tuple<std::string, int64_t, std::string> plan_transpose_named(c10::IntArrayRef shape, at::ScalarType dtype,
+                                                                   c10::Device device, c10::string_view algorithm,
+                                                                   const char* op) {
   const plan::Problem p = shape_problem(shape, dtype, op);
   const plan::Algo forced = parse_algorithm(std::string(algorithm), op);
   if (device.is_meta()) {
@@ -113,6 +114,11 @@ std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef
   }
   const plan::Plan pl = plan_or_throw(p, device, forced, op);
   return {plan::algo_name(pl.algo), pl.scratch_bytes, pl.explain()};
+}
+
+std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef shape, at::ScalarType dtype,
+                                                                c10::Device device, c10::string_view algorithm) {
+  return plan_transpose_named(shape, dtype, device, algorithm, "torch_inplace.plan");
 }
 
 int64_t workspace_limit_op() { return workspace_limit(); }
@@ -172,7 +178,7 @@ at::Tensor& soa_to_aos_(at::Tensor& self) {
 
 TransposePlan plan_transpose(c10::IntArrayRef shape, at::ScalarType dtype, c10::Device device,
                              c10::string_view algorithm) {
-  auto [name, scratch, why] = plan_transpose_op(shape, dtype, device, algorithm);
+  auto [name, scratch, why] = plan_transpose_named(shape, dtype, device, algorithm, "torch_inplace::plan_transpose");
   return TransposePlan{std::move(name), scratch, std::move(why)};
 }
 

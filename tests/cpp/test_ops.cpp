@@ -186,6 +186,12 @@ TEST(Ops, PlanAndWorkspaceLimit) {
   EXPECT_EQ(torch_inplace::plan_transpose({300, 200}, at::kDouble, at::Device(at::kCPU), "r2c").algorithm, "r2c");
   EXPECT_THROW(torch_inplace::plan_transpose({30, 20}, at::kFloat, at::Device(at::kCPU), "square"), c10::Error);
   EXPECT_THROW(torch_inplace::plan_transpose({30}, at::kFloat), c10::Error);
+  try {  // the C++ function names itself (Python's torch_inplace.plan names the Python function)
+    torch_inplace::plan_transpose({30, 20}, at::kFloat, at::Device(at::kCPU), "bogus");
+    ADD_FAILURE() << "an unknown algorithm was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg().rfind("torch_inplace::plan_transpose: ", 0), 0u) << e.msg();
+  }
   ASSERT_EQ(workspace_limit(), -1);
   {
     torch_inplace::WorkspaceLimitGuard guard(p.scratch_bytes);
