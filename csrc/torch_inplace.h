@@ -81,6 +81,11 @@ namespace detail {
 // removes it, in any order, and returns false where no open scope of this thread has that id.
 TORCH_INPLACE_API int64_t enter_workspace_limit_scope(int64_t bytes);
 TORCH_INPLACE_API bool exit_workspace_limit_scope(int64_t scope) noexcept;
+// The same in two steps, for callers that must know the id before the scope opens (Python's context manager, which
+// closes the scope in a `finally` however an asynchronous exception interrupts its entry): a fresh id of the calling
+// thread, then the scope opened under it (c10::Error below -1, or for an id this thread did not hand out).
+TORCH_INPLACE_API int64_t new_workspace_limit_scope_id() noexcept;
+TORCH_INPLACE_API void enter_workspace_limit_scope_as(int64_t bytes, int64_t scope);
 }  // namespace detail
 
 // Sets the calling thread's workspace limit for its scope, over the process-wide one (Python's

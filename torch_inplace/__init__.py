@@ -338,13 +338,18 @@ def _empty_transposable_fake(size, dtype=None, device=None):
 # traces (and then again at run time, or never where the trace fails): a limit set during a trace leaked into the
 # thread. Kept out of compiled code, they run where the Python code runs them.
 @torch.compiler.disable
-def _enter_limit(nbytes: int) -> int:
-    return int(_ops._enter_workspace_limit(nbytes))
+def _new_scope() -> int:
+    return int(_ops._new_workspace_scope())
 
 
 @torch.compiler.disable
-def _exit_limit(scope: int) -> None:
-    _ops._exit_workspace_limit(scope)
+def _enter_limit(nbytes: int, scope: int) -> None:
+    _ops._enter_workspace_limit(nbytes, scope)
+
+
+@torch.compiler.disable
+def _exit_limit(scope: int, must_exist: bool) -> None:
+    _ops._exit_workspace_limit(scope, must_exist)
 
 
 @torch.compiler.disable
@@ -397,11 +402,24 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
             one that entered the context (the context is then over, but its limit stays on the thread that entered
             it until that thread ends).
     """
-    scope = _enter_limit(_limit_bytes(nbytes, "workspace_limit"))
+    limit = _limit_bytes(nbytes, "workspace_limit")
+    # The scope's id comes first and the entry runs inside the try, so that an asynchronous exception (Ctrl-C) that
+    # lands just after the scope opened, before this frame could know, still closes it: otherwise its limit stayed
+    # on the thread for good. Until the entry is seen to return, closing a scope that never opened is no error.
+    scope = _new_scope()
+    entered = False
     try:
+        _enter_limit(limit, scope)
+        entered = True
         yield
     finally:
-        _exit_limit(scope)
+        try:
+            _exit_limit(scope, entered)
+        except BaseException:
+            # An asynchronous exception in the exit's own Python frames, before or after the scope closed: close it
+            # (where it is still open) and let the exception go on.
+            _exit_limit(scope, False)
+            raise
 
 
 class WorkspaceStats(NamedTuple):

@@ -50,6 +50,15 @@ int64_t enter_workspace_limit_scope(int64_t bytes) {
   return t_last_scope_id;
 }
 
+int64_t new_workspace_limit_scope_id() noexcept { return ++t_last_scope_id; }
+
+void enter_workspace_limit_scope_as(int64_t bytes, int64_t scope) {
+  check_limit(bytes, "workspace_limit");
+  TORCH_CHECK(scope > 0 && scope <= t_last_scope_id,
+              "workspace_limit: expected a scope id from new_workspace_limit_scope_id on this thread, got ", scope);
+  t_scopes.push_back({scope, bytes});
+}
+
 bool exit_workspace_limit_scope(int64_t scope) noexcept {
   std::vector<Scope>& scopes = t_scopes;
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {

@@ -123,9 +123,13 @@ std::tuple<std::string, int64_t, std::string> plan_transpose_op(c10::IntArrayRef
 
 int64_t workspace_limit_op() { return workspace_limit(); }
 void set_workspace_limit_op(int64_t bytes) { set_workspace_limit(bytes); }
-int64_t enter_workspace_limit_op(int64_t bytes) { return detail::enter_workspace_limit_scope(bytes); }
-void exit_workspace_limit_op(int64_t scope) {
-  TORCH_CHECK(detail::exit_workspace_limit_scope(scope),
+int64_t new_workspace_scope_op() { return detail::new_workspace_limit_scope_id(); }
+void enter_workspace_limit_op(int64_t bytes, int64_t scope) { detail::enter_workspace_limit_scope_as(bytes, scope); }
+// must_exist False: the caller cannot tell whether its entry completed (an asynchronous exception, a KeyboardInterrupt
+// say, may have come just before or just after it), so a scope that never opened is no error.
+void exit_workspace_limit_op(int64_t scope, bool must_exist) {
+  const bool closed = detail::exit_workspace_limit_scope(scope);
+  TORCH_CHECK(closed || !must_exist,
               "workspace_limit: expected the context to end on the thread that entered it, once; this thread has no "
               "open context ", scope, " (its limit stays on the thread that entered it until that thread ends)");
 }
@@ -207,8 +211,9 @@ TORCH_LIBRARY_FRAGMENT(inplace, m) {
   m.def("_built_with_gpu() -> bool", &has_gpu_kernels);
   m.def("_workspace_limit() -> int", &workspace_limit_op);
   m.def("_set_workspace_limit(int bytes) -> ()", &set_workspace_limit_op);
-  m.def("_enter_workspace_limit(int bytes) -> int", &enter_workspace_limit_op);
-  m.def("_exit_workspace_limit(int scope) -> ()", &exit_workspace_limit_op);
+  m.def("_new_workspace_scope() -> int", &new_workspace_scope_op);
+  m.def("_enter_workspace_limit(int bytes, int scope) -> ()", &enter_workspace_limit_op);
+  m.def("_exit_workspace_limit(int scope, bool must_exist=True) -> ()", &exit_workspace_limit_op);
   m.def("_workspace_stats() -> int[]", &workspace_stats_op);
   m.def("_reset_workspace_stats() -> ()", &reset_workspace_stats_op);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache_op);
