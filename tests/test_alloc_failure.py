@@ -3,8 +3,9 @@ first write, so a call that fails for want of memory leaves its tensor as it was
 call that returns has done all of its work.
 
 A shared library preloaded into a subprocess makes the k-th host allocation of at least `min_size` bytes fail
-(malloc returns NULL, so operator new throws std::bad_alloc), for k = 1, 2, ... until a call makes fewer
-allocations than k and succeeds. Linux with a C compiler only (CI's machine).
+(malloc returns NULL, so operator new throws std::bad_alloc; posix_memalign, ATen's CPU allocator, returns ENOMEM),
+for k = 1, 2, ... until a call makes fewer allocations than k and succeeds. Linux with glibc and a C compiler only
+(CI's machine).
 
 Before the fix, among the forced plans below, a failure inside the tiled path's block-grid cycles, the cut path's
 row moves or the skinny path's cycle leaders left the tensor half permuted, and one in the shape change left the
@@ -12,6 +13,7 @@ data transposed under the old shape; `inverse_` allocated each task's scratch in
 """
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -23,8 +25,12 @@ from conftest import PY, python_subprocess_env
 
 CC = shutil.which("cc") or shutil.which("gcc")
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or CC is None,
-                                reason="needs Linux (LD_PRELOAD) and a C compiler")
+# The shim stands in for glibc's malloc / posix_memalign (it calls __libc_malloc / __libc_memalign), so it needs
+# glibc, and no other allocator preloaded (jemalloc, tcmalloc: their free would get glibc's blocks).
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc" or CC is None
+    or bool(os.environ.get("LD_PRELOAD")),
+    reason="needs Linux with glibc (LD_PRELOAD of a malloc shim), a C compiler and no other preloaded library")
 
 SHIM = r"""
 #define _GNU_SOURCE
@@ -32,18 +38,33 @@ SHIM = r"""
 #include <stdatomic.h>
 #include <stddef.h>
 extern void *__libc_malloc(size_t);
+extern void *__libc_memalign(size_t, size_t);
 static atomic_long countdown = 0;  /* > 0: armed; the allocation that brings it to 0 fails */
 static size_t min_size = 0;
 static atomic_long failed = 0;
 void fi_arm(long n, size_t mins) { min_size = mins; failed = 0; atomic_store(&countdown, n); }
 long fi_disarm(void) { atomic_store(&countdown, 0); return failed; }
-void *malloc(size_t size) {
+static int fail_now(size_t size) {
   if (size >= min_size && atomic_load(&countdown) > 0 && atomic_fetch_sub(&countdown, 1) == 1) {
     failed = 1;
+    return 1;
+  }
+  return 0;
+}
+void *malloc(size_t size) {
+  if (fail_now(size)) {
     errno = ENOMEM;
     return NULL;
   }
   return __libc_malloc(size);
+}
+/* ATen's CPU allocator (tensors, the ops' scratch) */
+int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (fail_now(size)) return ENOMEM;
+  void *p = __libc_memalign(alignment, size);
+  if (p == NULL) return ENOMEM;
+  *out = p;
+  return 0;
 }
 """
 

@@ -221,7 +221,9 @@ def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(w
     after the C++ scope had opened, before the context manager held its id, or in the exit's Python frames before
     the scope closed, used to leave n on the thread for good: every later transposition with scratch was refused
     (in a stress run of timer interrupts, 62 of 638 interrupts). A trace function raises once, at the given event of
-    the given helper: after the id is taken; before the scope opens; after it opened; before it closes; after."""
+    the given helper: after the id is taken; before the scope opens; after it opened; before it closes; after.
+    (contextlib's own __enter__ / __exit__ frames around the generator are two more such instants: there the scope
+    stays open until the interrupt's exception is dropped, which finalizes the generator and so closes it.)"""
     fn_name, event = where
     fired = []
 
@@ -240,13 +242,15 @@ def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(w
         return None
 
     assert torch_inplace.get_workspace_limit() == -1
+    previous = sys.gettrace()  # coverage's, where it runs
     sys.settrace(tracer)
     try:
         with pytest.raises(_Interrupt):
             with torch_inplace.workspace_limit(0):
                 pass
     finally:
-        sys.settrace(None)
+        sys.settrace(previous)
+    assert fired
     assert torch_inplace.get_workspace_limit() == -1
     x = torch.randn(3001, 7)
     want = x.mT.contiguous()
@@ -254,6 +258,70 @@ def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(w
     assert torch.equal(torch_inplace.transpose_(x), want)
     with torch_inplace.workspace_limit(5):  # and the contexts still work
         assert torch_inplace.get_workspace_limit() == 5
+    assert torch_inplace.get_workspace_limit() == -1
+
+
+def test_workspace_scope_ids_are_the_threads_and_open_once():
+    """The private ops behind the context: an id opens once, only on the thread that handed it out, and a scope that
+    never opened closes quietly only where the caller says it may not exist."""
+    ops = torch.ops.inplace
+    scope = int(ops._new_workspace_scope())
+    ops._enter_workspace_limit(5, scope)
+    try:
+        assert torch_inplace.get_workspace_limit() == 5
+        with pytest.raises(RuntimeError, match="workspace_limit: scope %d is open already" % scope):
+            ops._enter_workspace_limit(6, scope)
+        with pytest.raises(RuntimeError, match="expected a scope id from new_workspace_limit_scope_id"):
+            ops._enter_workspace_limit(6, scope + 1000)
+    finally:
+        ops._exit_workspace_limit(scope)
+    assert torch_inplace.get_workspace_limit() == -1
+    ops._exit_workspace_limit(scope, False)  # gone already: no error
+    with pytest.raises(RuntimeError, match="this thread has no open context"):
+        ops._exit_workspace_limit(scope)
+
+
+@pytest.mark.parametrize("where", [("__enter__", "return"), ("__exit__", "call")])
+def test_workspace_limit_interrupted_in_contextlib_closes_when_the_exception_goes(where):
+    """The two instants the context cannot guard, inside contextlib's own frames around the generator (after it
+    yielded; before it resumes): the with statement does not run the exit, so the scope stays open while the
+    interrupt's exception (and its traceback, which holds the generator) lives, as a REPL's sys.last_exc keeps it;
+    dropping the exception finalizes the generator, whose `finally` closes the scope."""
+    import gc
+
+    fn_name, event = where
+    fired = []
+
+    def tracer(frame, ev, arg):
+        if (ev == "call" and frame.f_code.co_name == fn_name and "contextlib" in frame.f_code.co_filename
+                and not fired):
+            if event == "call":
+                fired.append(True)
+                raise _Interrupt()
+
+            def local(f, e, a):
+                if e == "return" and not fired:
+                    fired.append(True)
+                    raise _Interrupt()
+                return local
+            return local
+        return None
+
+    held = []
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        try:
+            with torch_inplace.workspace_limit(0):
+                pass
+        except _Interrupt as e:
+            held.append(e)
+    finally:
+        sys.settrace(previous)
+    assert fired and held
+    assert torch_inplace.get_workspace_limit() == 0  # while the exception lives
+    held.clear()
+    gc.collect()
     assert torch_inplace.get_workspace_limit() == -1
 
 

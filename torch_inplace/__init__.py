@@ -406,6 +406,8 @@ def workspace_limit(nbytes: Optional[int]) -> Iterator[None]:
     # The scope's id comes first and the entry runs inside the try, so that an asynchronous exception (Ctrl-C) that
     # lands just after the scope opened, before this frame could know, still closes it: otherwise its limit stayed
     # on the thread for good. Until the entry is seen to return, closing a scope that never opened is no error.
+    # (contextlib's own frames around this generator, after it yields and before it resumes, are out of reach: an
+    # interrupt there leaves the scope open until its exception is dropped, which finalizes the generator.)
     scope = _new_scope()
     entered = False
     try:

@@ -56,6 +56,9 @@ void enter_workspace_limit_scope_as(int64_t bytes, int64_t scope) {
   check_limit(bytes, "workspace_limit");
   TORCH_CHECK(scope > 0 && scope <= t_last_scope_id,
               "workspace_limit: expected a scope id from new_workspace_limit_scope_id on this thread, got ", scope);
+  for (const Scope& open : t_scopes) {
+    TORCH_CHECK(open.id != scope, "workspace_limit: scope ", scope, " is open already on this thread");
+  }
   t_scopes.push_back({scope, bytes});
 }
 

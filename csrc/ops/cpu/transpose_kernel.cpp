@@ -561,7 +561,8 @@ class CpuTranspose {
     const bool compact = ds < ss;
     const int64_t K = at::get_num_threads();
     if (K == 1 || at::in_parallel_region() || (count - 1) * len * es < kParallelMoveBytes ||
-        buf_elems * es < kMoveBufferBytes || K > static_cast<int64_t>(move_chunks_.size())) {
+        buf_elems * es < kMoveBufferBytes ||
+        K > static_cast<int64_t>(move_chunks_.size())) {  // threads raised since the constructor: serial, as right
       if (compact) {
         for (int64_t i = 1; i < count; ++i) std::memmove(A + i * ds, A + i * ss, len * es);
       } else {
