@@ -1,4 +1,5 @@
 """The planner's Python face (plan / explain), the workspace limit and accounting, and empty_transposable."""
+import contextlib
 import sys
 
 import pytest
@@ -214,21 +215,15 @@ class _Interrupt(BaseException):
     """Stands in for a KeyboardInterrupt from a signal handler (which Python runs between any two bytecodes)."""
 
 
-@pytest.mark.parametrize("where", [("_new_scope", "return"), ("_enter_limit", "call"), ("_enter_limit", "return"),
-                                   ("_exit_limit", "call"), ("_exit_limit", "return")])
-def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(where):
-    """An asynchronous exception (Ctrl-C) that lands while `with workspace_limit(n):` enters or leaves. Landing just
-    after the C++ scope had opened, before the context manager held its id, or in the exit's Python frames before
-    the scope closed, used to leave n on the thread for good: every later transposition with scratch was refused
-    (in a stress run of timer interrupts, 62 of 638 interrupts). A trace function raises once, at the given event of
-    the given helper: after the id is taken; before the scope opens; after it opened; before it closes; after.
-    (contextlib's own __enter__ / __exit__ frames around the generator are two more such instants: there the scope
-    stays open until the interrupt's exception is dropped, which finalizes the generator and so closes it.)"""
-    fn_name, event = where
+@contextlib.contextmanager
+def _interrupt_once_at(fn_name, event, in_file=""):
+    """Inside the block, a trace function raises _Interrupt once: as a frame of a function named fn_name (from a
+    file whose path holds in_file) is entered (event "call") or as it returns ("return"). Yields the list that says
+    whether it fired; the previous trace function (coverage's, where it runs) is restored after."""
     fired = []
 
     def tracer(frame, ev, arg):
-        if ev == "call" and frame.f_code.co_name == fn_name and not fired:
+        if ev == "call" and frame.f_code.co_name == fn_name and in_file in frame.f_code.co_filename and not fired:
             if event == "call":
                 fired.append(True)
                 raise _Interrupt()
@@ -241,15 +236,29 @@ def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(w
             return local
         return None
 
-    assert torch_inplace.get_workspace_limit() == -1
-    previous = sys.gettrace()  # coverage's, where it runs
+    previous = sys.gettrace()
     sys.settrace(tracer)
     try:
+        yield fired
+    finally:
+        sys.settrace(previous)
+
+
+@pytest.mark.parametrize("where", [("_new_scope", "return"), ("_enter_limit", "call"), ("_enter_limit", "return"),
+                                   ("_exit_limit", "call"), ("_exit_limit", "return")])
+def test_workspace_limit_interrupted_while_entering_or_leaving_leaves_no_limit(where):
+    """An asynchronous exception (Ctrl-C) that lands while `with workspace_limit(n):` enters or leaves. Landing just
+    after the C++ scope had opened, before the context manager held its id, or in the exit's Python frames before
+    the scope closed, used to leave n on the thread for good: every later transposition with scratch was refused
+    (in a stress run of timer interrupts, 62 of 638 interrupts). A trace function raises once, at the given event of
+    the given helper: after the id is taken; before the scope opens; after it opened; before it closes; after.
+    (contextlib's own __enter__ / __exit__ frames around the generator are two more such instants: there the scope
+    stays open until the interrupt's exception is dropped, which finalizes the generator and so closes it.)"""
+    assert torch_inplace.get_workspace_limit() == -1
+    with _interrupt_once_at(*where) as fired:
         with pytest.raises(_Interrupt):
             with torch_inplace.workspace_limit(0):
                 pass
-    finally:
-        sys.settrace(previous)
     assert fired
     assert torch_inplace.get_workspace_limit() == -1
     x = torch.randn(3001, 7)
@@ -289,35 +298,13 @@ def test_workspace_limit_interrupted_in_contextlib_closes_when_the_exception_goe
     dropping the exception finalizes the generator, whose `finally` closes the scope."""
     import gc
 
-    fn_name, event = where
-    fired = []
-
-    def tracer(frame, ev, arg):
-        if (ev == "call" and frame.f_code.co_name == fn_name and "contextlib" in frame.f_code.co_filename
-                and not fired):
-            if event == "call":
-                fired.append(True)
-                raise _Interrupt()
-
-            def local(f, e, a):
-                if e == "return" and not fired:
-                    fired.append(True)
-                    raise _Interrupt()
-                return local
-            return local
-        return None
-
     held = []
-    previous = sys.gettrace()
-    sys.settrace(tracer)
-    try:
+    with _interrupt_once_at(*where, in_file="contextlib") as fired:
         try:
             with torch_inplace.workspace_limit(0):
                 pass
         except _Interrupt as e:
             held.append(e)
-    finally:
-        sys.settrace(previous)
     assert fired and held
     assert torch_inplace.get_workspace_limit() == 0  # while the exception lives
     held.clear()
