@@ -45,7 +45,7 @@ def _refuse_second_copy() -> None:
 _refuse_second_copy()
 
 try:
-    from . import _C  # noqa: E402,F401  (loads the library; its static registrars define torch.ops.inplace.*)
+    from . import _C  # type: ignore[attr-defined]  # noqa: E402,F401  (loads the library; its registrars define the ops)
 except ImportError as _e:
     raise ImportError(
         f"torch_inplace: its compiled library could not be loaded ({_e}). It must be built against the torch "
@@ -115,7 +115,7 @@ def _as_device(device: object, fn: str, op: str) -> torch.device:
     ``fn()``, a RuntimeError (an unknown device string) as ``op``, as the op's other RuntimeErrors do."""
     expected = 'expected a device ("cpu", "cuda", "cuda:1", an index or a torch.device)'
     try:
-        return torch.device(device)  # type: ignore[arg-type]
+        return torch.device(device)  # type: ignore[arg-type, call-overload]
     except TypeError:
         raise TypeError(f"{fn}(): {expected}, got {_type_name(device)} {device!r}") from None
     except RuntimeError as e:

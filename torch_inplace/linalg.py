@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import _C  # noqa: F401  (registers torch.ops.inplace.*)
+from . import _C  # type: ignore[attr-defined]  # noqa: F401  (registers torch.ops.inplace.*)
 from . import _func  # vmap rules; the autograd.Function twins used under torch.func transforms
 
 __all__ = [
