@@ -11,7 +11,7 @@ import importlib.util
 import operator
 import os
 import sys
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence, TypeVar, cast
 
 import torch
 from torch.types import Device
@@ -334,25 +334,34 @@ def _empty_transposable_fake(size, dtype=None, device=None):
     return torch.empty(size, dtype=dtype, device=device)
 
 
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def _not_compiled(fn: _Fn) -> _Fn:
+    """torch.compiler.disable, keeping fn's signature for type checkers (torch's decorator has no annotations, so
+    mypy saw the decorated functions as Any)."""
+    return cast(_Fn, torch.compiler.disable(fn))
+
+
 # The workspace calls change (or read) per-thread state in C++ ops that take no tensor, which Dynamo would run while it
 # traces (and then again at run time, or never where the trace fails): a limit set during a trace leaked into the
 # thread. Kept out of compiled code, they run where the Python code runs them.
-@torch.compiler.disable
+@_not_compiled
 def _new_scope() -> int:
     return int(_ops._new_workspace_scope())
 
 
-@torch.compiler.disable
+@_not_compiled
 def _enter_limit(nbytes: int, scope: int) -> None:
     _ops._enter_workspace_limit(nbytes, scope)
 
 
-@torch.compiler.disable
+@_not_compiled
 def _exit_limit(scope: int, must_exist: bool) -> None:
     _ops._exit_workspace_limit(scope, must_exist)
 
 
-@torch.compiler.disable
+@_not_compiled
 def get_workspace_limit() -> int:
     """The limit on scratch bytes per op call that applies to this thread's calls (-1: none): the latest
     :func:`workspace_limit` context this thread entered and has not left, else the process-wide one (:func:`set_workspace_limit`)."""
@@ -368,7 +377,7 @@ def _limit_bytes(nbytes: Optional[int], fn: str) -> int:
     return value
 
 
-@torch.compiler.disable
+@_not_compiled
 def set_workspace_limit(nbytes: Optional[int]) -> None:
     """Set the process-wide scratch limit per op call (every thread outside a :func:`workspace_limit` context);
     ``None`` or -1 removes it.
@@ -436,13 +445,13 @@ class WorkspaceStats(NamedTuple):
     calls: int
 
 
-@torch.compiler.disable
+@_not_compiled
 def workspace_stats() -> WorkspaceStats:
     """Scratch bytes recorded by the transposition ops since the last :func:`reset_workspace_stats`."""
     return WorkspaceStats(*[int(v) for v in _ops._workspace_stats()])
 
 
-@torch.compiler.disable
+@_not_compiled
 def reset_workspace_stats() -> None:
     """Zero the counters that :func:`workspace_stats` reports."""
     _ops._reset_workspace_stats()

@@ -122,7 +122,8 @@ def lu_factor(A: torch.Tensor, pivot: bool = True) -> LUFactorResult:
         A: ``(*, n, n)`` float32, float64, complex64 or complex128 tensor on the CPU or a CUDA/ROCm GPU (any
             batch dims, empty batches included); any strides. Inside ``torch.autocast``, float16 /
             bfloat16 too: computed in float32, with float32 results.
-        pivot: only ``True`` (partial pivoting), as ``torch.linalg.lu_factor``'s default.
+        pivot: only ``True`` (partial pivoting), as ``torch.linalg.lu_factor``'s default. ``torch.linalg`` takes it
+            by keyword only; here it may also come by position (TorchScript cannot compile keyword-only arguments).
 
     Returns:
         ``LUFactorResult(LU, pivots)``: ``LU`` ``(*, n, n)`` of A's dtype, ``L`` (unit diagonal) below and ``U`` on
