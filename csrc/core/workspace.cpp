@@ -44,12 +44,6 @@ void set_workspace_limit(int64_t bytes) {
 }
 
 namespace detail {
-int64_t enter_workspace_limit_scope(int64_t bytes) {
-  check_limit(bytes, "workspace_limit");
-  t_scopes.push_back({++t_last_scope_id, bytes});
-  return t_last_scope_id;
-}
-
 int64_t new_workspace_limit_scope_id() noexcept { return ++t_last_scope_id; }
 
 void enter_workspace_limit_scope_as(int64_t bytes, int64_t scope) {
@@ -60,6 +54,13 @@ void enter_workspace_limit_scope_as(int64_t bytes, int64_t scope) {
     TORCH_CHECK(open.id != scope, "workspace_limit: scope ", scope, " is open already on this thread");
   }
   t_scopes.push_back({scope, bytes});
+}
+
+int64_t enter_workspace_limit_scope(int64_t bytes) {
+  check_limit(bytes, "workspace_limit");  // before an id is taken
+  const int64_t scope = new_workspace_limit_scope_id();
+  enter_workspace_limit_scope_as(bytes, scope);
+  return scope;
 }
 
 bool exit_workspace_limit_scope(int64_t scope) noexcept {
