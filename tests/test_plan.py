@@ -33,7 +33,9 @@ def test_plan_picks_by_shape(two_threads):
     assert isinstance(p, torch_inplace.Plan) and p.scratch_bytes > 0
     assert "c2r" in p.explanation and "2 x (3001 x 2003)" in p.explanation and "8-byte" in p.explanation
     p = torch_inplace.plan((2, 3001, 2003), torch.float64)
-    assert "cut of 1 rows and 1 columns" in p.explanation, p
+    assert "cut of 1 row and 1 column (" in p.explanation, p
+    p = torch_inplace.plan((3000, 2003), torch.float64)
+    assert "of the columns: Karlsson's cut of 1 column (" in p.explanation, p
     p = torch_inplace.plan((2, 3000, 2000), torch.float64)
     assert p.scratch_bytes > 0 and "Karlsson" in p.explanation and "2 x (3000 x 2000)" in p.explanation
 

@@ -97,7 +97,8 @@ def test_cpu_cut_forced_small():
             except RuntimeError as e:
                 assert "cannot" in str(e)
                 continue
-            kind = "both" if "both sides" in p.explanation else ("rows" if "of rows" in p.explanation else "cols")
+            kind = "both" if "of either side" in p.explanation else ("rows" if "of the rows" in p.explanation else "cols")
+            assert kind != "cols" or "of the columns" in p.explanation, p.explanation
             ran[kind] += 1
             check_inplace(rand((m, n), DTYPE_BY_SIZE[es], "cpu", g), algorithm="cut")
     assert min(ran.values()) > 20, ran

@@ -306,7 +306,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
   if (g.grid_width > 0) {
     plan.reason += "; columns in panels of " + std::to_string(g.grid_width) +
                    " through the shared memory of the whole GPU (one cooperative kernel, " +
-                   std::to_string(g.grid_blocks) + " blocks of " + std::to_string(g.grid_rows) + " rows" +
+                   counted(g.grid_blocks, "block") + " of " + counted(g.grid_rows, "row") +
                    (g.grid_split > 1 ? " and 1/" + std::to_string(g.grid_split) + " of the panel's columns" : "") +
                    (g.grid_async ? ", gathered with cp.async)" : ")");
   } else if (g.col_cluster > 0) {
@@ -323,7 +323,7 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
                    (g.fuse_runs ? ", rows staged by runs of " + std::to_string(plan.c2r.b) + " columns" : "") + ")";
   }
   const std::string per_block =
-      g.row_block > 1 && g.fuse_head == 0 ? ", " + std::to_string(g.row_block) + " rows per block" : "";
+      g.row_block > 1 && g.fuse_head == 0 ? ", " + counted(g.row_block, "row") + " per block" : "";
   plan.reason += g.row_block > 0 && g.row_min_blocks > 0
                      ? "; rows shuffled in shared memory" + per_block + " (512-thread blocks compiled for " +
                            std::to_string(g.row_min_blocks) + " per SM" +
@@ -662,7 +662,7 @@ Plan plan_cut(const Problem& p) {
   }
   plan.gpu = gs;
   plan.scratch_bytes = off;
-  const std::string gs_ = std::to_string(g), xs = std::to_string(x), hs = std::to_string(L - x);
+  const std::string gs_ = std::to_string(g), hs = std::to_string(L - x);
   const std::string head =
       q == 1 ? "the " + gs_ + " x " + gs_ + " square swapped in place by tile pairs"
              : std::string("sequence ") + (tall ? "2.1" : "2.2") + " on the " + std::to_string(q) + " tiles of " +
@@ -672,7 +672,7 @@ Plan plan_cut(const Problem& p) {
     plan.reason = "cut: " + gs_ + " divides " + std::to_string(L) + ", nothing to cut: " + head;
     return plan;
   }
-  plan.reason = "cut (Karlsson): the last " + xs + (tall ? " rows" : " columns") + " of " + std::to_string(L) +
+  plan.reason = "cut (Karlsson): the last " + counted(x, tall ? "row" : "column") + " of " + std::to_string(L) +
                 " set aside in scratch (" + std::to_string(x * g * es) + " bytes), " + head + ", " +
                 (tall ? "its " + gs_ + " rows spread from " + hs + " to " + std::to_string(L) +
                             " by an ordered in-place shift and the cut rows written into the row tails"
@@ -889,15 +889,15 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
     const int64_t waves = ceil_div(p.batch, wave);
     plan.reason = std::string("each matrix fits in shared memory") + (stash > 0 ? " and registers" : "") +
                   ": one cooperative kernel takes the batch in " +
-                  std::to_string(waves) + " waves of " + std::to_string(wave) + " matrices (" +
-                  std::to_string(g.oc_grid) + " blocks of " + std::to_string(smem) + " B); each wave stages its " +
-                  std::to_string(tiles) + " tiles of " + std::to_string(tr) + " x " + std::to_string(tc) +
+                  counted(waves, "wave") + " of " + counted(wave, "matrix", "matrices") + " (" +
+                  counted(g.oc_grid, "block") + " of " + std::to_string(smem) + " B); each wave stages its " +
+                  counted(tiles, "tile") + " of " + std::to_string(tr) + " x " + std::to_string(tc) +
                   ", syncs the grid and writes them transposed (one read and one write per element)" + skinny_note;
     return true;
   }
   plan.reason = std::string("the tensor fits in shared memory") + (stash > 0 ? " and registers" : "") + " (" +
-                std::to_string(g.oc_grid) + " blocks of " +
-                std::to_string(smem) + " B): one cooperative kernel stages " + std::to_string(tiles) + " tiles of " +
+                counted(g.oc_grid, "block") + " of " +
+                std::to_string(smem) + " B): one cooperative kernel stages " + counted(tiles, "tile") + " of " +
                 std::to_string(tr) + " x " + std::to_string(tc) +
                 ", syncs the grid and writes them transposed (one read and one write per element)" + skinny_note;
   return true;

@@ -250,9 +250,11 @@ bool cpu_cut(const Problem& p, const DeviceCaps& caps, Plan* out) {
   if ((p.rows * c + r * C) * es > cpu_extra_budget(p)) return false;
   Plan plan = base_plan(
       p, Algo::Cut,
-      "no block-sized divisors of " + std::string(r > 0 && c > 0 ? "both sides" : (r > 0 ? "rows" : "cols")) +
-          ": Karlsson's cut of " + std::to_string(r) + " rows and " + std::to_string(c) +
-          " columns (saved, then spread back), the " + std::to_string(R) + " x " + std::to_string(C) +
+      "no block-sized divisors of " + std::string(r > 0 && c > 0 ? "either side" : (r > 0 ? "the rows" : "the columns")) +
+          ": Karlsson's cut of " +
+          (r > 0 && c > 0 ? counted(r, "row") + " and " + counted(c, "column")
+                          : (r > 0 ? counted(r, "row") : counted(c, "column"))) +
+          " (saved, then spread back), the " + std::to_string(R) + " x " + std::to_string(C) +
           " rest by the three stages in blocks of " + std::to_string(m) + " x " + std::to_string(n) + "; " +
           std::to_string(3 + (r > 0) + (c > 0)) + " passes");
   plan.threads = std::max(1, caps.num_threads);

@@ -30,6 +30,11 @@ enum class Algo : int {
   kCount
 };
 
+// "1 row", "3 rows": a count and its noun, for the plans' explanations (`many` defaults to `one` + "s").
+inline std::string counted(int64_t n, const std::string& one, const std::string& many = std::string()) {
+  return std::to_string(n) + " " + (n == 1 ? one : (many.empty() ? one + "s" : many));
+}
+
 const char* algo_name(Algo a);
 // Parses "auto", "square", "c2r", ... ; returns false for an unknown name.
 bool algo_from_name(const std::string& name, Algo* out);
