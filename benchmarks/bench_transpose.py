@@ -2,15 +2,17 @@
 
 Workloads (fixed seed): general m, n uniform in [1000, 20000) (fp32 and fp64, plus a sample of 1-, 2- and
 16-byte types), a prime x prime slice, skinny AoS <-> SoA (rows in [1e4, 1e7), fields in [2, 32), both
-directions, fp32 and fp64); beside those (not target groups of the issue), batched (B, m, n) matrices as models
+directions, fp32 and fp64); beside those (not target groups of the issue), AoS <-> SoA with the common 2, 3 and 4
+fields (fewfields: pairs, xyz, rgba; the random draw of the target group may hold none), batched (B, m, n) matrices as models
 hold them (fp32 and bf16), AoS <-> SoA with 65-1024 fields, shapes with one side a multiple of the other or a large
 common divisor (fp32), near-square shapes (fp32, fp64) and images between HWC and CHW (uint8, fp32).
 
 The prime x prime group: 24 shapes whose sides are drawn uniformly from the primes in the general workload's range
 [1000, 20000) (a slice of 200 general shapes would hold about 2), plus the general shapes that are prime x prime.
 
-Baselines in the same run: y.copy_(x.mT) into a preallocated y, and copy bandwidth (2*bytes/t of a 1 GiB copy_,
-as a lone call and queued). Our side is the public function a user calls (torch_inplace.transpose_, or
+Baselines in the same run: y.copy_(x.mT) into a preallocated y (the ratio and the targets), x.mT.contiguous()
+(which also allocates its result: contig_ratio), and copy bandwidth (2*bytes/t of a 1 GiB copy_, as a lone call and
+queued). Our side is the public function a user calls (torch_inplace.transpose_, or
 aos_to_soa_ / soa_to_aos_ for the rows labelled with a direction).
 
 Each shape: CUDA events around each call, median of --reps (>= 5) after a warm-up, twice: with the GPU idle before
@@ -130,53 +132,110 @@ def bench_shape(shape, esize, reps, direction=None):
     t_ours = timed(ours, refill, reps)
     t_ours_q = timed(ours, refill, reps, queued=True)
     ok = ok and bool(torch.equal(x.view(want.shape).view(torch.uint8), want.view(torch.uint8)))
+    want_shape = want.shape
     y = want  # reuse as the out-of-place destination, cleared so that the check below sees the baseline's writes
     y.zero_()
     t_base = timed(lambda: y.copy_(src.mT), lambda: None, reps)
     t_base_q = timed(lambda: y.copy_(src.mT), lambda: None, reps, queued=True)
     ok = ok and bool(torch.equal(y.view(torch.uint8), src.mT.contiguous().view(torch.uint8)))
-    del src, x, want, y
+    del y
+    t_contig = timed(lambda: src.mT.contiguous(), lambda: None, reps)
+    t_contig_q = timed(lambda: src.mT.contiguous(), lambda: None, reps, queued=True)
+    c = src.mT.contiguous()  # the second baseline's result, against ours (checked against x.mT above)
+    ok = ok and bool(torch.equal(c.view(torch.uint8), x.view(want_shape).view(torch.uint8)))
+    del src, x, want, c
     return dict(shape=list(shape), esize=esize, dtype=str(dtype).replace("torch.", ""), direction=direction,
                 algorithm=plan.algorithm, scratch_bytes=plan.scratch_bytes, ms=t_ours,
                 gbs=2 * nbytes / (t_ours * 1e-3) / 1e9, baseline_ms=t_base,
                 baseline_gbs=2 * nbytes / (t_base * 1e-3) / 1e9, ratio=t_base / t_ours, ok=ok,
                 queued_ms=t_ours_q, queued_baseline_ms=t_base_q, queued_ratio=t_base_q / t_ours_q,
                 queued_gbs=2 * nbytes / (t_ours_q * 1e-3) / 1e9,
+                contig_ms=t_contig, contig_gbs=2 * nbytes / (t_contig * 1e-3) / 1e9,
+                contig_ratio=t_contig / t_ours, queued_contig_ms=t_contig_q,
+                queued_contig_ratio=t_contig_q / t_ours_q,
                 extra_bytes=int(extra), extra_limit=int(nbytes // 1000 + (1 << 20)),
                 extra_ok=extra <= nbytes // 1000 + (1 << 20))
 
 
-def largest_inplace(frac=0.9):
-    """A fp32 tensor of ~frac of free memory, transposed in place (checked on sampled elements), vs the largest
-    an out-of-place transpose could take (half of free memory)."""
-    torch.cuda.empty_cache()
-    free, total = torch.cuda.mem_get_info()
-    elems = int(free * frac) // 4
+def _prime_by_rest(elems):
+    """(m, n) with m the largest prime <= sqrt(elems) and m * n <= elems: a general shape with no common divisor."""
     m = int(math.isqrt(elems))
     while not is_prime(m):
         m -= 1
-    n = elems // m
-    out = dict(free_bytes=free, shape=[m, n], bytes=m * n * 4, outofplace_max_bytes=free // 2)
-    try:
+    return m, elems // m
+
+
+def _sampled(x):
+    idx_i = torch.randint(0, x.shape[0], (4096,), device="cuda")
+    idx_j = torch.randint(0, x.shape[1], (4096,), device="cuda")
+    return idx_i, idx_j, x[idx_i, idx_j].clone()
+
+
+def _inplace_at(free, frac):
+    """An fp32 (m, n) tensor of ~frac of free memory transposed in place, checked on 4096 sampled elements."""
+    m, n = _prime_by_rest(int(free * frac) // 4)
+    out = dict(frac=frac, shape=[m, n], bytes=m * n * 4)
+
+    def attempt():
         x = torch.empty((m, n), device="cuda")
-        g = torch.Generator(device="cuda").manual_seed(5)
-        x.uniform_(generator=g)
-        idx_i = torch.randint(0, m, (4096,), device="cuda")
-        idx_j = torch.randint(0, n, (4096,), device="cuda")
-        vals = x[idx_i, idx_j].clone()
+        x.uniform_(generator=torch.Generator(device="cuda").manual_seed(5))
+        i, j, vals = _sampled(x)
         torch.cuda.synchronize()
         t0 = time.time()
         torch_inplace.transpose_(x)
         torch.cuda.synchronize()
         out["seconds"] = time.time() - t0
-        out["ok"] = bool(torch.equal(x[idx_j, idx_i], vals))
+        out["ok"] = bool(torch.equal(x[j, i], vals))
         out["algorithm"] = torch_inplace.plan((m, n), torch.float32, "cuda").algorithm
-        del x
-    except RuntimeError as e:  # noqa: BLE001
+
+    try:
+        attempt()
+    except RuntimeError as e:  # out of memory included; the tensor is freed with attempt's frame
         out["ok"] = False
         out["error"] = str(e)[:300]
     torch.cuda.empty_cache()
     return out
+
+
+def _outofplace_fits(elems):
+    """Whether x.mT.contiguous() of an fp32 (m, n) tensor of elems elements runs (checked on samples)."""
+    m, n = _prime_by_rest(elems)
+
+    def attempt():
+        x = torch.empty((m, n), device="cuda").uniform_()
+        i, j, vals = _sampled(x)
+        return bool(torch.equal(x.mT.contiguous()[j, i], vals))
+
+    try:
+        ok = attempt()
+    except torch.OutOfMemoryError:
+        ok = False
+    torch.cuda.empty_cache()
+    return ok
+
+
+def largest_inplace(fracs=(0.9, 0.95, 0.98, 0.99)):
+    """The largest fp32 tensor transposed in place, tried at growing fractions of free memory (from the issue's 90%),
+    vs the largest that x.mT.contiguous() takes, found by bisection (to 1/256 of free memory)."""
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    tries = []
+    for frac in fracs:
+        tries.append(_inplace_at(free, frac))
+        if not tries[-1]["ok"]:
+            break
+    first = tries[0]
+    best = max((t for t in tries if t["ok"]), key=lambda t: t["bytes"], default=None)
+    lo, hi = 0, free // 4  # elements: lo fits out of place (0 trivially), hi does not (x and y need 2 x hi x 4 > free)
+    while hi - lo > free // 4 // 256:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _outofplace_fits(mid) else (lo, mid)
+    oop = _prime_by_rest(lo) if lo >= 4 else (0, 0)
+    return dict(free_bytes=free, shape=first["shape"], bytes=first["bytes"], seconds=first.get("seconds"),
+                ok=first["ok"], algorithm=first.get("algorithm"), error=first.get("error"), tries=tries,
+                inplace_max_bytes=best["bytes"] if best else 0, inplace_max_shape=best["shape"] if best else None,
+                outofplace_max_bytes=oop[0] * oop[1] * 4, outofplace_max_shape=list(oop),
+                outofplace_measured=True)
 
 
 def general_shapes(rng, count):
@@ -271,6 +330,9 @@ def summarize(rows, key="ratio"):
                 min_ratio=min(vals) if vals else None, all_ok=all(r["ok"] for r in rows),
                 median_queued_ratio=statistics.median([r["queued_ratio"] for r in rows]) if rows else None,
                 median_queued_gbs=statistics.median([r["queued_gbs"] for r in rows]) if rows else None,
+                median_contig_ratio=statistics.median([r["contig_ratio"] for r in rows]) if rows else None,
+                median_queued_contig_ratio=(statistics.median([r["queued_contig_ratio"] for r in rows])
+                                            if rows else None),
                 max_extra_bytes=max((r["extra_bytes"] for r in rows), default=0),
                 all_extra_ok=all(r["extra_ok"] for r in rows))
 
@@ -285,12 +347,13 @@ def plots(results, outdir, copy_gbs, suffix=""):
     made = []
     groups = [("general_fp32", "general fp32"), ("general_fp64", "general fp64"), ("prime_fp32", "prime x prime fp32"),
               ("prime_fp64", "prime x prime fp64"), ("skinny_fp32", "skinny fp32"), ("skinny_fp64", "skinny fp64"),
+              ("fewfields_fp32", "AoS <-> SoA 2-4 fields fp32"), ("fewfields_fp64", "AoS <-> SoA 2-4 fields fp64"),
               ("batched_fp32", "batched (B, m, n) fp32"), ("batched_bf16", "batched (B, m, n) bf16"),
               ("medium_fp32", "AoS <-> SoA 65-1024 fields fp32"), ("divisor_fp32", "one side a multiple, fp32"),
               ("gcd_fp32", "a large common divisor, fp32"), ("nearsq_fp32", "near-square fp32"),
               ("nearsq_fp64", "near-square fp64"), ("image_u8", "images HWC <-> CHW uint8"),
               ("image_fp32", "images HWC <-> CHW fp32")]
-    fig, axes = plt.subplots(5, 3, figsize=(15, 20))
+    fig, axes = plt.subplots(6, 3, figsize=(15, 24))
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
     for ax, (k, title) in zip(axes.flat, groups):
@@ -301,6 +364,8 @@ def plots(results, outdir, copy_gbs, suffix=""):
         ours = [r["gbs"] for r in rows]
         base = [r["baseline_gbs"] for r in rows]
         ax.hist(base, bins=30, alpha=0.5, label="y.copy_(x.mT)")
+        if "contig_gbs" in rows[0]:
+            ax.hist([r["contig_gbs"] for r in rows], bins=30, alpha=0.35, label="x.mT.contiguous()")
         ax.hist(ours, bins=30, alpha=0.6, label="transpose_ (in place)")
         ax.axvline(statistics.median(ours), color="C1", ls="--")
         ax.axvline(statistics.median(base), color="C0", ls="--")
@@ -351,7 +416,12 @@ def main():
         f = rng.randrange(2, 32)
         skinny.append(((rows, f), "aos_to_soa"))
         skinny.append(((f, rows), "soa_to_aos"))
-    # Its own generator, so that the groups above keep the shapes of earlier runs.
+    # Its own generators, so that the groups above keep the shapes of earlier runs.
+    few_rng = random.Random(args.seed + 6)
+    fewfields = []
+    for k in range(3 if args.quick else 12):
+        rows, f = int(10 ** few_rng.uniform(4, 7)), 2 + k % 3
+        fewfields += [((rows, f), "aos_to_soa"), ((f, rows), "soa_to_aos")]
     batched = batched_shapes(random.Random(args.seed + 1), 6 if args.quick else args.batched)
     medium = medium_shapes(random.Random(args.seed + 2), 3 if args.quick else args.medium)
     divisor = divisor_shapes(random.Random(args.seed + 3), 4 if args.quick else args.divisor)
@@ -389,6 +459,8 @@ def main():
     run("prime_fp64", prime_set, 8)
     run("skinny_fp32", skinny, 4)
     run("skinny_fp64", skinny, 8)
+    run("fewfields_fp32", fewfields, 4)
+    run("fewfields_fp64", fewfields, 8)
     run("batched_fp32", batched, 4)
     run("batched_bf16", batched, 2)
     run("medium_fp32", medium, 4)
@@ -402,7 +474,8 @@ def main():
     for k, v in summary.items():
         print(f"SUMMARY {k:14s} n={v['count']:4d} median ratio {v['median_ratio']:.3f} (queued "
               f"{v['median_queued_ratio']:.3f}) median {v['median_gbs']:.0f} "
-              f"GB/s  min ratio {v['min_ratio']:.3f} all_ok={v['all_ok']} max_extra={v['max_extra_bytes']} "
+              f"GB/s  min ratio {v['min_ratio']:.3f} vs x.mT.contiguous() {v['median_contig_ratio']:.3f} "
+              f"all_ok={v['all_ok']} max_extra={v['max_extra_bytes']} "
               f"extra_ok={v['all_extra_ok']}", flush=True)
     largest = None if args.no_largest else largest_inplace()
     if largest:

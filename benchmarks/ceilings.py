@@ -10,7 +10,7 @@ same run as ours_ms - ours_queued_ms; torch_ms / (t_min + that cost) is the *per
 For each target the table gives, per (dtype, n), the fraction of the copy roofline our kernel would need to reach it
 (5 t_min / torch_ms for `lu_factor >= 5x`); above 100% the target is out of reach of any kernel at that size.
 
-AoS <-> SoA (bench_transpose.json, skinny_*): the median over both directions and every size, split by direction
+AoS <-> SoA (bench_transpose.json, skinny_* and fewfields_*): the median over both directions and every size, split by direction
 and by size, with the median times per call and of GPU work alone. Tensors under 8 MB take a few microseconds of
 GPU time, less than the host's cost of issuing a call: there a per-call ratio is set by the two host paths.
 
@@ -102,10 +102,11 @@ SMALL_BYTES = 8 << 20
 
 
 def skinny_breakdown(data):
-    """Per skinny set: overall median ratio, and the median per (direction, size class)."""
+    """Per AoS <-> SoA set (skinny_*, and fewfields_* with 2-4 fields): overall median ratio, and the median per
+    (direction, size class)."""
     out = {}
     for key, rows in data["rows"].items():
-        if not key.startswith("skinny"):
+        if not key.startswith(("skinny", "fewfields")):
             continue
         groups = {}
         for r in rows:

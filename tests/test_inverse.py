@@ -387,25 +387,56 @@ def test_inplace_on_leaf_requiring_grad_refused():
         TL.inverse_(A)
 
 
+def _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G):
+    """Every LU / inverse op on A (the in-place ones on their own copies W_lu, W_inv) and the backward of
+    batched_inverse and lu_factor from Leaf with the cotangent G."""
+    LU, piv = TL.lu_factor(A)
+    LUx, pivx, infox = TL.lu_factor_ex(A)
+    X = TL.batched_inverse(A)
+    Xx, infoi = TL.batched_inverse_ex(A)
+    piv_ = TL.lu_factor_(W_lu)
+    TL.inverse_(W_inv)
+    (gX,) = torch.autograd.grad(TL.batched_inverse(Leaf), Leaf, G)
+    (gLU,) = torch.autograd.grad(TL.lu_factor(Leaf).LU, Leaf, G)
+    return LU, piv, LUx, pivx, infox, X, Xx, infoi, piv_, W_lu, W_inv, gX, gLU
+
+
 @pytest.mark.gpu
 @needs_cuda
-def test_cuda_graph_capture():
-    A = well_conditioned((4096,), 16, torch.float32, "cuda")
-    static_in = A.clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        TL.batched_inverse(static_in)  # warm-up outside capture
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out, static_info = TL.batched_inverse_ex(static_in)
-    B = well_conditioned((4096,), 16, torch.float32, "cuda", seed=7)
-    static_in.copy_(B)
-    graph.replay()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(static_out, torch.linalg.inv(B), rtol=2e-4, atol=2e-3)
-    assert (static_info == 0).all()
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cuda_graph_capture_every_op(dtype):
+    # The six ops and the two backward passes captured in one CUDA graph and replayed on new matrices, at an n of
+    # every kernel family: the elementwise n = 1, the register kernels (a lane per matrix, several rows per lane,
+    # split rows, the fp64 tensor cores, where the table picks them), the shared-memory kernels of 32 < n <= 64.
+    # Each replay's results equal, bit for bit, the same calls made eagerly on the new matrices (scratch, pivots and
+    # info included), and the inverse is checked against torch.linalg.inv.
+    tol = 2e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+    for n in (1, 2, 5, 8, 13, 16, 20, 24, 28, 32, 33, 48, 64):
+        A = well_conditioned((300,), n, dtype, "cuda", seed=n)
+        W_lu, W_inv, Leaf = A.clone(), A.clone(), A.clone().requires_grad_()
+        G = well_conditioned((300,), n, dtype, "cuda", seed=1000 + n)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up outside capture
+            for _ in range(2):
+                _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outs = _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G)
+        for seed in (7, 8):
+            B = well_conditioned((300,), n, dtype, "cuda", seed=seed * 100 + n)
+            with torch.no_grad():
+                for t in (A, W_lu, W_inv, Leaf):
+                    t.copy_(B)
+            G.copy_(well_conditioned((300,), n, dtype, "cuda", seed=seed * 100 + 50 + n))
+            graph.replay()
+            torch.cuda.synchronize()
+            want = _lu_and_inverse_ops(B, B.clone(), B.clone(), B.clone().requires_grad_(), G)
+            for i, (got, ref) in enumerate(zip(outs, want)):
+                assert same_bits(got, ref), (n, dtype, i)
+            torch.testing.assert_close(outs[5], torch.linalg.inv(B), rtol=tol, atol=tol * n)
+            assert int(outs[4].abs().sum()) == 0 and int(outs[7].abs().sum()) == 0
 
 
 @pytest.mark.gpu

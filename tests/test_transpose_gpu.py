@@ -193,6 +193,48 @@ def test_over_2_31_elements():
             torch.cuda.empty_cache()
 
 
+def _fits_on_gpu(nbytes, copies):
+    torch.cuda.empty_cache()
+    free = torch.cuda.mem_get_info()[0]
+    if free < copies * nbytes + (2 << 30):
+        pytest.skip(f"needs {copies} x {nbytes / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
+
+
+@pytest.mark.parametrize("shape, esize, algorithm", [
+    ((65537, 65539), 4, "c2r"), ((65537, 65539), 4, "r2c"), ((65539, 65537), 4, "auto"),
+    ((65537, 65537), 4, "auto"), ((65539, 65536), 4, "cut"), ((9 * 24576, 24576), 4, "tiled21"),
+    ((24576, 9 * 24576), 4, "tiled22"), ((2, 46349, 46351), 4, "auto"), ((5961, 800, 901), 4, "auto"),
+    ((65537, 65539), 8, "auto")])
+def test_over_2_32_elements(shape, esize, algorithm):
+    # More than 2^32 elements of 4 and 8 bytes (byte offsets past 2^34): an index or an offset truncated to 32 bits
+    # anywhere in the 64-bit engines moves elements to wrong places. Catanzaro's two directions (prime sides), a
+    # square, a cut, sequences 2.1 / 2.2, a batch of two large matrices and one of small matrices on chip in waves.
+    assert math.prod(shape) > 1 << 32
+    nbytes = math.prod(shape) * esize
+    _fits_on_gpu(nbytes, 2)
+    x = rand_tensor(shape, esize)
+    want = x.mT.contiguous()
+    p = torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm)
+    torch_inplace.transpose_(x, algorithm=algorithm)
+    assert same_bytes(x, want), (shape, esize, p.algorithm)
+    del x, want
+    torch.cuda.empty_cache()
+
+
+def test_skinny_over_2_32_elements():
+    f = 7
+    n = (1 << 32) // f + 4099
+    _fits_on_gpu(n * f * 4, 3)  # x, its copy, and the copy's transpose for the comparison
+    x = rand_tensor((n, f), 4)
+    orig = x.clone()
+    torch_inplace.aos_to_soa_(x)
+    assert same_bytes(x, orig.mT)
+    torch_inplace.soa_to_aos_(x)
+    assert same_bytes(x, orig)
+    del x, orig
+    torch.cuda.empty_cache()
+
+
 def test_extra_memory():
     for shape, esize in [((5000, 7001), 4), ((7919, 7907), 8), ((1000000, 7), 4), ((9, 300000), 8), ((4096, 4096), 4)]:
         x = rand_tensor(shape, esize)
@@ -493,6 +535,30 @@ def test_tiled_over_2_31_elements():
         torch.cuda.empty_cache()
 
 
+def _graphed(fn):
+    """fn() run twice on a side stream (allocator, kernel attributes), then captured in a CUDA graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
+def _check_replays(g, x, shape, esize):
+    """Replays g on fresh data in x (the captured op transposes x's (..., m, n) bytes) against x.mT."""
+    for _ in range(3):
+        src = rand_tensor(shape, esize)
+        x.copy_(src)
+        g.replay()
+        want = src.mT.contiguous()
+        assert same_bytes(x.view(want.shape), want), (shape, esize)
+
+
 @pytest.mark.parametrize("knobs", [{}, dict(TORCH_INPLACE_GPU_COLUMNS="universal", TORCH_INPLACE_GPU_ROWS="global"),
                                    NO_ONCHIP, dict(TORCH_INPLACE_GPU_COLUMNS="cluster", **NO_ONCHIP)])
 @pytest.mark.parametrize("shape", [(1000, 3000), (512, 512), (100000, 6), (2, 257, 129), (100003, 7), (7, 100003),
@@ -501,21 +567,25 @@ def test_tiled_over_2_31_elements():
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(2):  # warm up (allocator, attributes) outside capture
-                torch.ops.inplace._transpose_data_(x)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            torch.ops.inplace._transpose_data_(x)
-        for _ in range(3):
-            src = rand_tensor(shape, 4)
-            x.copy_(src)
-            g.replay()
-            want = src.mT.contiguous()
-            assert same_bytes(x.view(want.shape), want)
+        _check_replays(_graphed(lambda: torch.ops.inplace._transpose_data_(x)), x, shape, 4)
+
+
+@pytest.mark.parametrize("esize", [1, 4, 16])
+@pytest.mark.parametrize("algorithm, shape", [
+    ("c2r", (3001, 2999)), ("r2c", (2999, 3001)), ("c2r", (3, 257, 129)), ("square", (1000, 1000)),
+    ("skinny", (100003, 7)), ("skinny", (7, 100003)), ("tiled21", (2048, 512)), ("tiled22", (512, 2048)),
+    ("tiled31", (6000, 8000)), ("tiled32", (2, 600, 800)), ("cut", (3001, 2999)), ("cut", (2113, 700)),
+    ("padded", (3001, 97)), ("padded", (97, 3001)), ("onchip", (300, 200))])
+def test_cuda_graph_forced_algorithms(algorithm, shape, esize):
+    # Every algorithm forced, captured and replayed on fresh data: the padded plan on a storage with the factory's
+    # slack (its plan depends on the storage), the others on plain tensors.
+    padded = algorithm == "padded"
+    if padded:
+        x = torch_inplace.empty_transposable(shape, dtype=DTYPES[esize], device="cuda")
+    else:
+        assert torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm).algorithm == algorithm
+        x = rand_tensor(shape, esize)
+    _check_replays(_graphed(lambda: torch.ops.inplace._transpose_data_(x, algorithm)), x, shape, esize)
 
 
 # ---- skinny path: sequence 2.1 (tiles + super-element cycles) with the Karlsson cut (gpu_plan.cpp) ----------

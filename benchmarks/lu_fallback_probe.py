@@ -1,0 +1,131 @@
+"""What the LU / inverse ops inherit from torch.linalg where they hand a call to it (n > 64, or where the
+shared-memory kernels' tile does not fit a block): does the call synchronize the host, and can it be captured in
+a CUDA graph? Probed per op, n and batch on the GPU at hand, next to n = 64 (our kernels) as the control; every
+captured result is replayed on new matrices and checked against an eager call (bit for bit).
+
+    python3 benchmarks/lu_fallback_probe.py [--out DIR]    # prints one line per case, writes lu_fallback_probe.json
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_inplace.linalg as TL  # noqa: E402
+
+
+def matrices(batch, n, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(batch, n, n, generator=g, dtype=torch.float64) + (2.0 * n) ** 0.5 * torch.eye(n, dtype=torch.float64)
+    return A.to(dtype).cuda()
+
+
+OPS = {
+    "lu_factor": lambda A: tuple(TL.lu_factor(A)),
+    "lu_factor_ex": lambda A: tuple(TL.lu_factor_ex(A)),
+    "batched_inverse": lambda A: (TL.batched_inverse(A),),
+    "batched_inverse_ex": lambda A: tuple(TL.batched_inverse_ex(A)),
+    "inverse_": lambda A: (TL.inverse_(A),),
+    "lu_factor_": lambda A: (TL.lu_factor_(A), A),
+}
+
+
+def syncs(fn, A):
+    """Whether fn(A) synchronizes the host (torch's sync debug mode raises on a synchronizing call)."""
+    fn(A.clone())
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        fn(A.clone())
+        return False
+    except RuntimeError as e:
+        if "synchroniz" not in str(e):
+            raise
+        return True
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+
+
+def captures(fn, A, B):
+    """Whether fn can be captured in a CUDA graph, and whether its replay on B equals an eager call on B."""
+    static = A.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn(static.clone())
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            outs = fn(static)
+    except RuntimeError as e:
+        torch.cuda.synchronize()
+        return False, None, str(e).splitlines()[0][:200]
+    static.copy_(B)
+    g.replay()
+    torch.cuda.synchronize()
+    want = fn(B.clone())
+    same = all(torch.equal(o, w) for o, w in zip(outs, want))
+    return True, same, None
+
+
+def probe(n):
+    rows = []
+    for batch in (1, 64, 4096):
+        for dtype in (torch.float32, torch.float64):
+            A, B = matrices(batch, n, dtype, 1), matrices(batch, n, dtype, 2)
+            for name, fn in OPS.items():
+                row = dict(n=n, batch=batch, dtype=str(dtype).replace("torch.", ""), op=name)
+                row["syncs"] = syncs(fn, A)
+                row["captured"], row["replay_equal"], row["capture_error"] = captures(fn, A, B)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--n", type=int, default=None, help="probe this n only (in this process)")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    if args.n is not None:
+        probe(args.n)
+        return
+    rows = []
+    for n in (64, 65, 80, 128):  # one process each: a failed capture must not leak into the next case
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--n", str(n)], capture_output=True,
+                             text=True, check=False)
+        got = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+        print(res.stdout, end="", flush=True)
+        if res.returncode != 0:
+            print(f"n = {n}: the probe process exited with {res.returncode}: {res.stderr[-800:]}", flush=True)
+            got.append(dict(n=n, error=res.stderr[-800:]))
+        rows += got
+    summary = {}
+    for r in rows:
+        key = "n <= 64 (ours)" if r["n"] <= 64 else "n > 64 (torch.linalg)"
+        s = summary.setdefault(key, dict(cases=0, syncs=0, not_captured=0, replay_differs=0, errors=0))
+        s["cases"] += 1
+        if "error" in r:
+            s["errors"] += 1
+            continue
+        s["syncs"] += r["syncs"]
+        s["not_captured"] += not r["captured"]
+        s["replay_differs"] += r["captured"] and not r["replay_equal"]
+    print("SUMMARY", torch.cuda.get_device_name(), "torch", torch.__version__, json.dumps(summary), flush=True)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "lu_fallback_probe.json"), "w") as f:
+            json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, summary=summary, rows=rows),
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
