@@ -3,6 +3,11 @@ shared-memory kernels' tile does not fit a block): does the call synchronize the
 a CUDA graph? Probed per op, n and batch on the GPU at hand, next to n = 64 (our kernels) as the control; every
 captured result is replayed on new matrices and checked against an eager call (bit for bit).
 
+Limits: torch's sync debug mode sees the synchronizations that go through c10's CUDA wrappers, not those inside
+MAGMA, so `syncs: false` is only what it saw; a capture that fails is the stronger sign. Once a capture has failed
+in a process CUDA refuses every later capture there, so each (n, batch) runs in its own process, and the cases after a failed
+capture are marked `clean: false` (their failure says nothing of their own).
+
     python3 benchmarks/lu_fallback_probe.py [--out DIR]    # prints one line per case, writes lu_fallback_probe.json
 """
 import argparse
@@ -75,49 +80,52 @@ def captures(fn, A, B):
     return True, same, None
 
 
-def probe(n):
-    rows = []
-    for batch in (1, 64, 4096):
-        for dtype in (torch.float32, torch.float64):
-            A, B = matrices(batch, n, dtype, 1), matrices(batch, n, dtype, 2)
-            for name, fn in OPS.items():
-                row = dict(n=n, batch=batch, dtype=str(dtype).replace("torch.", ""), op=name)
-                row["syncs"] = syncs(fn, A)
-                row["captured"], row["replay_equal"], row["capture_error"] = captures(fn, A, B)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    return rows
+def probe(n, batch):
+    failed = False
+    for dtype in (torch.float32, torch.float64):
+        A, B = matrices(batch, n, dtype, 1), matrices(batch, n, dtype, 2)
+        for name, fn in OPS.items():
+            row = dict(n=n, batch=batch, dtype=str(dtype).replace("torch.", ""), op=name)
+            row["syncs"] = syncs(fn, A)
+            row["clean"] = not failed
+            row["captured"], row["replay_equal"], row["capture_error"] = captures(fn, A, B)
+            failed = failed or not row["captured"]
+            print(json.dumps(row), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
-    ap.add_argument("--n", type=int, default=None, help="probe this n only (in this process)")
+    ap.add_argument("--case", default=None, help="n,batch: probe this case only (in this process)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    if args.n is not None:
-        probe(args.n)
+    if args.case is not None:
+        probe(*map(int, args.case.split(",")))
         return
     rows = []
-    for n in (64, 65, 80, 128):  # one process each: a failed capture must not leak into the next case
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--n", str(n)], capture_output=True,
-                             text=True, check=False)
+    # one process each: a failed capture must not leak into the next case
+    for n, batch in [(n, b) for n in (64, 65, 80, 128) for b in (1, 64, 4096)]:
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", f"{n},{batch}"],
+                             capture_output=True, text=True, check=False)
         got = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
         print(res.stdout, end="", flush=True)
         if res.returncode != 0:
-            print(f"n = {n}: the probe process exited with {res.returncode}: {res.stderr[-800:]}", flush=True)
-            got.append(dict(n=n, error=res.stderr[-800:]))
+            print(f"n = {n}, batch {batch}: the probe process exited with {res.returncode}: {res.stderr[-800:]}",
+                  flush=True)
+            got.append(dict(n=n, batch=batch, error=res.stderr[-800:]))
         rows += got
     summary = {}
     for r in rows:
         key = "n <= 64 (ours)" if r["n"] <= 64 else "n > 64 (torch.linalg)"
-        s = summary.setdefault(key, dict(cases=0, syncs=0, not_captured=0, replay_differs=0, errors=0))
+        s = summary.setdefault(key, dict(cases=0, syncs=0, not_captured=0, not_captured_clean=0, replay_differs=0,
+                                         errors=0))
         s["cases"] += 1
         if "error" in r:
             s["errors"] += 1
             continue
         s["syncs"] += r["syncs"]
         s["not_captured"] += not r["captured"]
+        s["not_captured_clean"] += not r["captured"] and r["clean"]
         s["replay_differs"] += r["captured"] and not r["replay_equal"]
     print("SUMMARY", torch.cuda.get_device_name(), "torch", torch.__version__, json.dumps(summary), flush=True)
     if args.out:

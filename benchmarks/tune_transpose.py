@@ -1,4 +1,7 @@
-"""Tuning sweep for the GPU planner's thresholds (gpu_plan.cpp reads its defaults from the table this writes).
+"""Tuning sweep for three of the GPU planner's thresholds: its table set the constants kPanelBytes, the cluster cap
+and the row-block bytes in gpu_plan.cpp (constants: nothing reads the table at run time). The planner's later rules
+come from the same-run A/B measurements that gpu_plan.cpp cites beside each, so the default plans this table records
+for its shapes may predate them.
 
 For representative shapes and element sizes it times transpose_ (median of --reps, input refilled outside the
 timed region, result checked) under planner knobs set through the environment:

@@ -68,7 +68,7 @@ def test_transpositions_never_sync():
 
 def _linalg(dtype):
     out = []
-    for n in (3, 16, 24, 40):
+    for n in (1, 3, 8, 16, 24, 32, 40, 64):  # the elementwise, register and shared-memory kernels
         A = well_conditioned((64,), n, dtype, "cuda", seed=n)
         with sync_is_an_error():
             out += list(TL.lu_factor(A)) + list(TL.lu_factor_ex(A)) + [TL.batched_inverse(A)]

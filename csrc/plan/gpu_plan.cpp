@@ -26,7 +26,10 @@
 // are benchmarks/results/NVIDIA_H200/tune_transpose*.json. Measured there: 128-byte panels with clusters of up
 // to 8 blocks were best or within 5% on every large shape (16/32-byte panels lost up to 3x on 17085 x 15453;
 // clusters capped at 2 or 4 lost up to 3x), row-block size did not matter (+-5%), and sizing cluster grids by
-// cudaOccupancyMaxActiveClusters plus power-of-two clusters gained up to 2x.
+// cudaOccupancyMaxActiveClusters plus power-of-two clusters gained up to 2x. The rules added since (the whole-GPU
+// panels, the tiled, cut, padded, on-chip and skinny rules, Catanzaro's direction) were set from the same-run A/B
+// measurements each cites below (results/NVIDIA_H200/history_*.log and compare_*.py), so the default plans that
+// tune_transpose.json records for its shapes may predate them.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
