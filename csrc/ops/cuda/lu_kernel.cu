@@ -7,8 +7,8 @@
 // of kernels/lu/medium_lu.cuh (one matrix per block, n a run-time argument; lu_medium.cu), where its tile fits a
 // block's shared memory (all on CUDA; on AMD's 64 KiB all but complex128 at n = 64). n > 64 (and such misses):
 // delegated to torch.linalg (linalg_lu_factor_ex / linalg_inv_ex), which may synchronize the host (MAGMA / cuSOLVER
-// paths); on an H200 with PyTorch 2.11 it captured a single matrix in a CUDA graph but no batch
-// (benchmarks/lu_fallback_probe.py).
+// paths); on an H200 with PyTorch 2.11 it captured single matrices in a CUDA graph, and a batched lu_factor failed
+// to capture (benchmarks/lu_fallback_probe.py).
 // Everything runs on the current stream; only check_errors=True syncs.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
