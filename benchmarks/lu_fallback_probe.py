@@ -4,9 +4,11 @@ a CUDA graph? Probed per op, n and batch on the GPU at hand, next to n = 64 (our
 captured result is replayed on new matrices and checked against an eager call (bit for bit).
 
 Limits: torch's sync debug mode sees the synchronizations that go through c10's CUDA wrappers, not those inside
-MAGMA, so `syncs: false` is only what it saw; a capture that fails is the stronger sign. Once a capture has failed
-in a process CUDA refuses every later capture there, so each (n, batch) runs in its own process, and the cases after a failed
-capture are marked `clean: false` (their failure says nothing of their own).
+MAGMA, so `syncs: false` is only what it saw; a capture that fails is the stronger sign. Once a capture had failed,
+every later capture in its process failed too (H200, PyTorch 2.11), which need not be their own failure: so each
+(n, batch) runs in its own process, and the cases after a failed capture are marked `clean: false`.
+`capture_error` names the call that broke the capture where the exception carries it (since 2026-11-29, after the
+run in results/NVIDIA_H200/lu_fallback_probe.json, whose errors give capture_end's message only).
 
     python3 benchmarks/lu_fallback_probe.py [--out DIR]    # prints one line per case, writes lu_fallback_probe.json
 """
@@ -71,7 +73,9 @@ def captures(fn, A, B):
             outs = fn(static)
     except RuntimeError as e:
         torch.cuda.synchronize()
-        return False, None, str(e).splitlines()[0][:200]
+        cause = e.__context__ or e.__cause__  # capture_end's error hides the call that broke the capture
+        return False, None, (str(e).splitlines()[0][:200] +
+                             (" (from: " + str(cause).splitlines()[0][:200] + ")" if cause else ""))
     static.copy_(B)
     g.replay()
     torch.cuda.synchronize()
@@ -105,14 +109,18 @@ def main():
     rows = []
     # one process each: a failed capture must not leak into the next case
     for n, batch in [(n, b) for n in (64, 65, 80, 128) for b in (1, 64, 4096)]:
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", f"{n},{batch}"],
-                             capture_output=True, text=True, check=False)
-        got = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-        print(res.stdout, end="", flush=True)
-        if res.returncode != 0:
-            print(f"n = {n}, batch {batch}: the probe process exited with {res.returncode}: {res.stderr[-800:]}",
-                  flush=True)
-            got.append(dict(n=n, batch=batch, error=res.stderr[-800:]))
+        try:
+            res = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", f"{n},{batch}"],
+                                 capture_output=True, text=True, check=False, timeout=600)
+            out, err, rc = res.stdout, res.stderr, res.returncode
+        except subprocess.TimeoutExpired as e:  # a hung case: what it printed counts, and the rest is an error
+            out, err, rc = e.stdout or "", "timed out after 600 s", -1
+            out, err = (s.decode() if isinstance(s, bytes) else s for s in (out, err))
+        got = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        print(out, end="", flush=True)
+        if rc != 0:
+            print(f"n = {n}, batch {batch}: the probe process exited with {rc}: {err[-800:]}", flush=True)
+            got.append(dict(n=n, batch=batch, error=err[-800:]))
         rows += got
     summary = {}
     for r in rows:

@@ -200,23 +200,31 @@ def _fits_on_gpu(nbytes, copies):
         pytest.skip(f"needs {copies} x {nbytes / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
 
 
-@pytest.mark.parametrize("shape, esize, algorithm", [
-    ((65537, 65539), 4, "c2r"), ((65537, 65539), 4, "r2c"), ((65539, 65537), 4, "auto"),
-    ((65537, 65537), 4, "auto"), ((65539, 65536), 4, "cut"), ((9 * 24576, 24576), 4, "tiled21"),
-    ((24576, 9 * 24576), 4, "tiled22"), ((2, 46349, 46351), 4, "auto"), ((5961, 800, 901), 4, "auto"),
-    ((65537, 65539), 8, "auto")])
-def test_over_2_32_elements(shape, esize, algorithm):
-    # More than 2^32 elements of 4 and 8 bytes (byte offsets past 2^34): an index or an offset truncated to 32 bits
-    # anywhere in the 64-bit engines moves elements to wrong places. Catanzaro's two directions (prime sides), a
-    # square, a cut, sequences 2.1 / 2.2, a batch of two large matrices and one of small matrices on chip in waves.
+@pytest.mark.parametrize("shape, esize, algorithm, planned", [
+    ((65537, 65539), 4, "c2r", "c2r"), ((65537, 65539), 4, "r2c", "r2c"), ((65539, 65537), 4, "auto", "c2r"),
+    ((65537, 65537), 4, "auto", "square"), ((65539, 65536), 4, "cut", "cut"),
+    ((9 * 24576, 24576), 4, "tiled21", "tiled21"), ((24576, 9 * 24576), 4, "tiled22", "tiled22"),
+    ((65536, 65600), 4, "tiled31", "tiled31"), ((65600, 65536), 4, "tiled32", "tiled32"),
+    ((1073742, 4001), 4, "padded", None), ((2, 46349, 46351), 4, "auto", "r2c"),
+    ((5961, 800, 901), 4, "auto", "onchip"), ((65537, 65539), 8, "auto", "r2c")])
+def test_over_2_32_elements(shape, esize, algorithm, planned):
+    # More than 2^32 elements of 4 bytes (byte offsets past 2^34), and one tensor of 8 bytes: an index or an offset
+    # truncated to 32 bits anywhere in the 64-bit engines moves elements to wrong places. Every algorithm but the
+    # skinny one (next test): Catanzaro's two directions (prime sides), a square, a cut, sequences 2.1 / 2.2 / 3.1 /
+    # 3.2, the padded plan in the factory's slack, a batch of two large matrices and one of small matrices on chip in
+    # waves. The auto cases assert their plan, so that a planner change cannot quietly drop an engine from the test.
     assert math.prod(shape) > 1 << 32
     nbytes = math.prod(shape) * esize
-    _fits_on_gpu(nbytes, 2)
-    x = rand_tensor(shape, esize)
+    _fits_on_gpu(nbytes, 3)  # x, the expected result, and torch.equal's one bool per byte
+    if planned is None:  # the padded plan depends on the storage's slack, which plan() does not see
+        x = torch_inplace.empty_transposable(shape, dtype=DTYPES[esize], device="cuda")
+        x.copy_(rand_tensor(shape, esize))
+    else:
+        assert torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm).algorithm == planned
+        x = rand_tensor(shape, esize)
     want = x.mT.contiguous()
-    p = torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm)
     torch_inplace.transpose_(x, algorithm=algorithm)
-    assert same_bytes(x, want), (shape, esize, p.algorithm)
+    assert same_bytes(x, want), (shape, esize, algorithm)
     del x, want
     torch.cuda.empty_cache()
 
@@ -224,7 +232,7 @@ def test_over_2_32_elements(shape, esize, algorithm):
 def test_skinny_over_2_32_elements():
     f = 7
     n = (1 << 32) // f + 4099
-    _fits_on_gpu(n * f * 4, 3)  # x, its copy, and the copy's transpose for the comparison
+    _fits_on_gpu(n * f * 4, 4)  # x, its copy, the copy's transpose and torch.equal's bools for the comparison
     x = rand_tensor((n, f), 4)
     orig = x.clone()
     torch_inplace.aos_to_soa_(x)

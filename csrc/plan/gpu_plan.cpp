@@ -313,8 +313,8 @@ void plan_catanzaro(Plan& plan, const DeviceCaps& caps, int64_t super = 1, bool 
                    (g.grid_split > 1 ? " and 1/" + std::to_string(g.grid_split) + " of the panel's columns" : "") +
                    (g.grid_async ? ", gathered with cp.async)" : ")");
   } else if (g.col_cluster > 0) {
-    plan.reason += "; columns in one pass through a cluster of " + std::to_string(g.col_cluster) +
-                   " blocks (panels of " + std::to_string(g.col_width) + " columns)";
+    plan.reason += "; columns in one pass through a cluster of " + counted(g.col_cluster, "block") + " (panels of " +
+                   counted(g.col_width, "column") + ")";
   } else {
     plan.reason += "; columns by reflections and cycle following (leaders found on the device)";
   }
@@ -421,10 +421,10 @@ Plan plan_skinny21(const Problem& p, const DeviceCaps& caps, bool to_aos) {
   const std::string ks = std::to_string(k), Fs = std::to_string(F);
   plan.reason = "short side " + Fs + " (" + std::string(to_aos ? "SoA -> AoS" : "AoS -> SoA") +
                 "): sequence 2.1: " + ks + " x " + Fs + " tiles transposed on chip (010!), then the (" +
-                std::to_string(Mp) + ", " + Fs + ") super-elements of " + std::to_string(k * es) +
-                " bytes by cycle following with flag bits (100!)" +
-                (cut ? "; no divisor of " + std::to_string(N) + " in range: the " + std::to_string(r) +
-                           " remainder rows cut (Karlsson) and spread by an ordered in-place shift"
+                std::to_string(Mp) + ", " + Fs + ") super-elements of " + counted(k * es, "byte") +
+                " by cycle following with flag bits (100!)" +
+                (cut ? "; no divisor of " + std::to_string(N) + " in range: the " + counted(r, "remainder row") +
+                           " cut (Karlsson) and spread by an ordered in-place shift"
                      : "; k divides N, two passes");
   if (to_aos) plan.reason += " (steps inverted)";
   return plan;
@@ -563,7 +563,7 @@ Plan plan_tiled3(const Problem& p, Tile3 t, bool seq31) {
   plan.scratch_bytes = sequence_bits_bytes(tiled::seq_tiles3(seq31, p.rows, p.cols, t.m, t.n), p.batch, es);
   const std::string ms = std::to_string(t.m), ns = std::to_string(t.n);
   auto supers = [&](const std::string& shape, int64_t elems, const char* kind) {
-    return "the " + shape + " super-elements of " + std::to_string(elems * es) + " bytes by cycle following (" +
+    return "the " + shape + " super-elements of " + counted(elems * es, "byte") + " by cycle following (" +
            kind + ")";
   };
   const std::string tiles = "the " + ms + " x " + ns +
@@ -885,8 +885,8 @@ bool plan_onchip(const Problem& p, const DeviceCaps& caps, Plan& plan) {
       (g.oc_skinny > 0 ? std::string("; whole ") + (tc == n ? "rows" : "columns") +
                              " of few fields: both sides move in 16-byte chunks (skinny kernel)"
                        : std::string()) +
-      (stash > 0 ? "; " + std::to_string(stash) + " of each block's " + std::to_string(per_block) +
-                       " tiles wait in registers across the barrier (register stash)"
+      (stash > 0 ? "; " + std::to_string(stash) + " of each block's " + counted(per_block, "tile") +
+                       (stash == 1 ? " waits" : " wait") + " in registers across the barrier (register stash)"
                  : std::string());
   if (g.oc_wave > 0) {
     const int64_t waves = ceil_div(p.batch, wave);

@@ -205,12 +205,12 @@ bool cpu_tiled(const Problem& p, const DeviceCaps& caps, Plan* out) {
       "rows " + std::to_string(p.rows) + " = " + std::to_string(Mp) + " x " + std::to_string(m) + ", cols " +
           std::to_string(p.cols) + " = " + std::to_string(Np) + " x " + std::to_string(n) +
           ": Karlsson's three stages (sequence 3.2 with its last step split): in each row band the (" +
-          std::to_string(m) + ", " + std::to_string(Np) + ") super-elements of " + std::to_string(n * es) +
-          " bytes by cycle following (0100!), the (" + std::to_string(Mp) + ", " + std::to_string(Np) +
+          std::to_string(m) + ", " + std::to_string(Np) + ") super-elements of " + counted(n * es, "byte") +
+          " by cycle following (0100!), the (" + std::to_string(Mp) + ", " + std::to_string(Np) +
           ") blocks of " + std::to_string(m) + " x " + std::to_string(n) +
           " by cycle following, each transposed on the way (100! + 0010!), then in each column band the (" +
-          std::to_string(Mp) + ", " + std::to_string(n) + ") super-elements of " + std::to_string(m * es) +
-          " bytes (0100!); three passes");
+          std::to_string(Mp) + ", " + std::to_string(n) + ") super-elements of " + counted(m * es, "byte") +
+          " (0100!); three passes");
   plan.threads = std::max(1, caps.num_threads);
   plan.tile_m = m;
   plan.tile_n = n;
