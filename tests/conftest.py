@@ -84,6 +84,21 @@ def same_bits(a, b):
                                                                       b.contiguous().view(as_int[b.element_size()]))
 
 
+def graphed(fn, warmups=2):
+    """fn() run `warmups` times on a side stream (allocator, plans, kernel attributes), then captured in a CUDA graph:
+    (the graph, what the captured call returned, its outputs living in the graph's pool)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmups):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
 def well_conditioned(batch, n, dtype, device, seed=0):
     """randn + sqrt(2n) I with rows permuted, so partial pivoting must swap rows (and is exercised at every
     step), with well separated pivots on average."""

@@ -4,8 +4,8 @@ import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
-from conftest import (LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, cuda_kernels_launched, needs_cuda, same_bits,
-                      well_conditioned)
+from conftest import (LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, cuda_kernels_launched, graphed, needs_cuda,
+                      same_bits, well_conditioned)
 
 
 
@@ -415,15 +415,7 @@ def test_cuda_graph_capture_every_op(dtype):
         A = well_conditioned((300,), n, dtype, "cuda", seed=n)
         W_lu, W_inv, Leaf = A.clone(), A.clone(), A.clone().requires_grad_()
         G = well_conditioned((300,), n, dtype, "cuda", seed=1000 + n)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):  # warm-up outside capture
-            for _ in range(2):
-                _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            outs = _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G)
+        graph, outs = graphed(lambda: _lu_and_inverse_ops(A, W_lu, W_inv, Leaf, G))
         for seed in (7, 8):
             B = well_conditioned((300,), n, dtype, "cuda", seed=seed * 100 + n)
             with torch.no_grad():

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import torch_inplace
+from conftest import graphed
 
 pytestmark = [
     pytest.mark.gpu,
@@ -543,23 +544,9 @@ def test_tiled_over_2_31_elements():
         torch.cuda.empty_cache()
 
 
-def _graphed(fn):
-    """fn() run twice on a side stream (allocator, kernel attributes), then captured in a CUDA graph."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
-def _check_replays(g, x, shape, esize):
+def _check_replays(g, x, shape, esize, replays=3):
     """Replays g on fresh data in x (the captured op transposes x's (..., m, n) bytes) against x.mT."""
-    for _ in range(3):
+    for _ in range(replays):
         src = rand_tensor(shape, esize)
         x.copy_(src)
         g.replay()
@@ -575,7 +562,7 @@ def _check_replays(g, x, shape, esize):
 def test_cuda_graph(knobs, shape):
     with env(**knobs):
         x = rand_tensor(shape, 4)
-        _check_replays(_graphed(lambda: torch.ops.inplace._transpose_data_(x)), x, shape, 4)
+        _check_replays(graphed(lambda: torch.ops.inplace._transpose_data_(x))[0], x, shape, 4)
 
 
 @pytest.mark.parametrize("esize", [1, 4, 16])
@@ -593,7 +580,7 @@ def test_cuda_graph_forced_algorithms(algorithm, shape, esize):
     else:
         assert torch_inplace.plan(shape, DTYPES[esize], "cuda", algorithm=algorithm).algorithm == algorithm
         x = rand_tensor(shape, esize)
-    _check_replays(_graphed(lambda: torch.ops.inplace._transpose_data_(x, algorithm)), x, shape, esize)
+    _check_replays(graphed(lambda: torch.ops.inplace._transpose_data_(x, algorithm))[0], x, shape, esize)
 
 
 # ---- skinny path: sequence 2.1 (tiles + super-element cycles) with the Karlsson cut (gpu_plan.cpp) ----------
@@ -1127,14 +1114,7 @@ def test_onchip_stash_public_ops_and_graph():
     assert torch.equal(y, x.mT.contiguous())
     torch_inplace.soa_to_aos_(y)
     assert torch.equal(y, x)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        torch.ops.inplace._transpose_data_(y)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        torch.ops.inplace._transpose_data_(y)
+    g, _ = graphed(lambda: torch.ops.inplace._transpose_data_(y), warmups=1)
     for _ in range(2):
         src = torch.randn(shape, device="cuda")
         y.copy_(src)
@@ -1147,18 +1127,4 @@ def test_onchip_skinny_cuda_graph(shape, esize):
     # The skinny on-chip kernel is a cooperative launch like the element kernel: captured once, replayed on fresh data.
     assert "16-byte chunks" in torch_inplace.plan(shape, DTYPES[esize], "cuda").explanation
     x = rand_tensor(shape, esize)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            torch.ops.inplace._transpose_data_(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        torch.ops.inplace._transpose_data_(x)
-    for _ in range(2):
-        src = rand_tensor(shape, esize)
-        x.copy_(src)
-        g.replay()
-        want = src.mT.contiguous()
-        assert same_bytes(x.view(want.shape), want)
+    _check_replays(graphed(lambda: torch.ops.inplace._transpose_data_(x))[0], x, shape, esize, replays=2)
