@@ -189,19 +189,25 @@ void inverse_inplace_cpu(at::Tensor& x, at::Tensor& info) {
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(x.scalar_type(), "batched_inverse_cpu", [&] {
     scalar_t* a = x.data_ptr<scalar_t>();
     int32_t* inf = info.data_ptr<int32_t>();
-    // Each task's LU and pivots, for every thread of the loop, allocated before the first matrix is written: a
-    // task that ran out of memory mid-loop would leave the batch partly inverted. Inside a parallel region the loop
-    // runs inline, as thread 0 of it.
-    const int64_t slots = at::in_parallel_region() ? 1 : std::max<int64_t>(1, at::get_num_threads());
-    std::vector<scalar_t> lu_ws(slots * n * n);
-    std::vector<int32_t> piv_ws(slots * n);
+    // Each task's LU and pivots, for every thread of the loop, allocated (from PyTorch's CPU allocator, so its
+    // profiler sees them) before the first matrix is written: a task that ran out of memory mid-loop would leave
+    // the batch partly inverted. parallel_for runs min(threads, ceil(batch / grain)) tasks, numbered from 0, so a
+    // single large matrix takes one slot, not one per thread. Inside a parallel region the loop runs inline, as
+    // thread 0 of it.
+    const int64_t g = grain(n);
+    const int64_t tasks = std::min<int64_t>(at::get_num_threads(), (batch + g - 1) / g);
+    const int64_t slots = at::in_parallel_region() ? 1 : std::max<int64_t>(1, tasks);
+    at::Tensor lu_buf = at::empty({slots * n * n}, x.options());
+    at::Tensor piv_buf = at::empty({slots * n}, x.options().dtype(at::kInt));
+    scalar_t* const lu_ws = lu_buf.data_ptr<scalar_t>();
+    int32_t* const piv_ws = piv_buf.data_ptr<int32_t>();
     with_fixed_n(n, [&](auto fixed) {
       constexpr int N = decltype(fixed)::value;
-      at::parallel_for(0, batch, grain(n), [&](int64_t lo, int64_t hi) {
+      at::parallel_for(0, batch, g, [&](int64_t lo, int64_t hi) {
         const int64_t slot = at::in_parallel_region() && slots > 1 ? at::get_thread_num() : 0;
         TORCH_INTERNAL_ASSERT(slot >= 0 && slot < slots, "batched_inverse: thread ", slot, " of ", slots);
-        scalar_t* lu = lu_ws.data() + slot * n * n;
-        int32_t* piv = piv_ws.data() + slot * n;
+        scalar_t* lu = lu_ws + slot * n * n;
+        int32_t* piv = piv_ws + slot * n;
         for (int64_t b = lo; b < hi; ++b) {
           scalar_t* m = a + b * n * n;
           std::copy(m, m + n * n, lu);
