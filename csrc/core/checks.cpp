@@ -283,7 +283,7 @@ void init_parallel_thread() {
   done = true;
 }
 
-plan::DeviceCaps device_caps(const c10::Device& device) {
+plan::DeviceCaps device_caps(const c10::Device& device, const char* op) {
   if (device.is_cpu()) {
     plan::DeviceCaps caps;
     caps.backend = plan::Backend::CPU;
@@ -293,11 +293,11 @@ plan::DeviceCaps device_caps(const c10::Device& device) {
     caps.num_threads = at::get_num_threads();
     return caps;
   }
-  TORCH_CHECK(device.is_cuda(), "torch_inplace: expected a CPU or CUDA/ROCm device, got ", device);
-  TORCH_CHECK(g_gpu_caps != nullptr,
-              "torch_inplace: this build has no GPU kernels (built CPU-only); rebuild with CUDA or ROCm to use ",
+  TORCH_CHECK(device.is_cuda(), op, ": expected a CPU or CUDA/ROCm device, got ", device);
+  TORCH_CHECK(g_gpu_caps != nullptr, op,
+              ": this build of torch_inplace has no GPU kernels (built CPU-only); rebuild it with CUDA or ROCm to use ",
               device);
-  return g_gpu_caps(device.has_index() ? device.index() : -1);
+  return g_gpu_caps(device.has_index() ? device.index() : -1, op);
 }
 
 plan::Algo parse_algorithm(const std::string& name, const char* op) {
@@ -352,7 +352,7 @@ constexpr size_t kMaxCachedPlans = 4096;
 
 std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10::Device& device, plan::Algo forced,
                                               const char* op) {
-  const plan::DeviceCaps caps = device_caps(device);
+  const plan::DeviceCaps caps = device_caps(device, op);
   const int64_t limit = workspace_limit();
   const PlanKey key{p.batch,
                     p.rows,
@@ -382,7 +382,7 @@ void clear_plan_cache() {
 }
 
 plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan::Algo forced, const char* op) {
-  return make_or_throw(p, device_caps(device), forced, workspace_limit(), op);
+  return make_or_throw(p, device_caps(device, op), forced, workspace_limit(), op);
 }
 
 }  // namespace torch_inplace

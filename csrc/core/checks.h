@@ -78,8 +78,8 @@ void register_transposable_storage(const c10::Storage& storage);
 // The (batch, rows, cols, esize, slack) problem of a validated tensor.
 plan::Problem transpose_problem(const at::Tensor& self);
 
-// Device capabilities for the planner. GPU builds register a provider at load time.
-plan::DeviceCaps device_caps(const c10::Device& device);
+// Device capabilities for the planner. GPU builds register a provider at load time. `op` names the caller in errors.
+plan::DeviceCaps device_caps(const c10::Device& device, const char* op);
 
 // Before this library's first at::parallel_for on the calling thread: leaves the thread's OpenMP team size as it is.
 // ATen's lazy_init_num_threads (run by every at::parallel_for) keeps its "done" flag per shared library, and its first
@@ -87,7 +87,7 @@ plan::DeviceCaps device_caps(const c10::Device& device);
 // chosen itself (torch.set_num_threads on it), for torch's own ops on the thread afterwards too. device_caps (CPU)
 // calls it, and so do the CPU ops that plan nothing.
 void init_parallel_thread();
-using DeviceCapsProvider = plan::DeviceCaps (*)(int device_index);
+using DeviceCapsProvider = plan::DeviceCaps (*)(int device_index, const char* op);
 bool register_gpu_caps_provider(DeviceCapsProvider provider);
 // Whether this build carries GPU (CUDA or HIP) kernels.
 bool has_gpu_kernels();
@@ -101,7 +101,8 @@ plan::Plan plan_or_throw(const plan::Problem& p, const c10::Device& device, plan
 // plan_or_throw through a per-process cache keyed by the problem, device, forced algorithm, workspace limit and
 // the device's capabilities: a repeated shape costs one hash lookup instead of a planning pass (the planner
 // builds every candidate and its explanation). Errors are not cached. The planner's test knobs
-// (TORCH_INPLACE_GPU_* environment variables) are read when a plan is made: clear_plan_cache() after changing them.
+// (TORCH_INPLACE_GPU_* and TORCH_INPLACE_CPU_TILED_BYTES) are read when a plan is made: clear_plan_cache() after
+// changing them.
 std::shared_ptr<const plan::Plan> plan_cached(const plan::Problem& p, const c10::Device& device, plan::Algo forced,
                                               const char* op);
 void clear_plan_cache();

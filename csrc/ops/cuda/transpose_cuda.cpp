@@ -22,7 +22,7 @@ namespace torch_inplace {
 namespace {
 
 // Device capabilities, read once per device.
-plan::DeviceCaps gpu_caps(int device) {
+plan::DeviceCaps gpu_caps(int device, const char* op) {
   static std::mutex mu;
   static std::vector<plan::DeviceCaps> cache;
   static std::vector<char> have;
@@ -36,7 +36,7 @@ plan::DeviceCaps gpu_caps(int device) {
     C10_CUDA_CHECK(gpu::query_caps(device, &cache[device]));
     // The launchers size blocks with the compile-time warp width (kernels/common.cuh): a device with another one is
     // refused (a ROCm build runs on the 64-wide wavefronts of gfx9 GPUs only), not given wrong results.
-    TORCH_CHECK(cache[device].warp_size == gpu::kernel_warp_size(), "transpose_: expected a GPU with ",
+    TORCH_CHECK(cache[device].warp_size == gpu::kernel_warp_size(), op, ": expected a GPU with ",
                 gpu::kernel_warp_size(), "-lane warps (wavefronts), which this build's kernels are compiled for, got "
                 "device ", device, " with ", cache[device].warp_size, "-lane ones");
     have[device] = 1;
@@ -64,7 +64,7 @@ void transpose_data_cuda(at::Tensor& self, c10::string_view algorithm) {
     record_workspace(0);
     return;
   }
-  const plan::DeviceCaps caps = device_caps(self.device());
+  const plan::DeviceCaps caps = device_caps(self.device(), op);
   const at::Tensor scratch = allocate_workspace(pl.scratch_bytes, pl.workspace_limit, self.device(), op);
   uint8_t* scratch_ptr = workspace_ptr(scratch);
   gpu::LaunchPlan lp;
