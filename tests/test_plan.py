@@ -49,12 +49,22 @@ def test_plan_scratch_is_small():
 
 def test_plan_forced_and_refused():
     assert torch_inplace.plan((30, 20), algorithm="r2c").algorithm == "r2c"
-    with pytest.raises(RuntimeError, match="algorithm 'square' cannot transpose a 30 x 20"):
+    with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: algorithm 'square' cannot transpose a 30 x 20"):
         torch_inplace.plan((30, 20), algorithm="square")
-    with pytest.raises(RuntimeError, match="expected algorithm to be one of"):
+    with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: expected algorithm to be one of"):
         torch_inplace.plan((30, 20), algorithm="nope")
-    with pytest.raises(RuntimeError, match="at least 2 dims"):
+    with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: expected a shape with at least 2 dims"):
         torch_inplace.plan((30,))
+
+
+def test_plan_refuses_devices_without_kernels():
+    """The caller is named: a device type the library has no kernels for, and a GPU plan from a CPU-only build."""
+    with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: expected a CPU or CUDA/ROCm device, got xpu"):
+        torch_inplace.plan((30, 20), torch.float32, "xpu")
+    if torch_inplace.built_with_gpu():
+        return
+    with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: this build of torch_inplace has no GPU kernels"):
+        torch_inplace.plan((30, 20), torch.float32, "cuda")
 
 
 @pytest.mark.parametrize("shape", [(3001, 1999), (3000, 2000)])
@@ -103,7 +113,7 @@ def test_workspace_limit_context_manager(device, monkeypatch):
     with torch_inplace.workspace_limit(16):
         with pytest.raises(RuntimeError, match=r"transpose_: no algorithm fits the workspace limit of 16 B"):
             torch_inplace.transpose_(y)
-        with pytest.raises(RuntimeError, match="no algorithm fits the workspace limit"):
+        with pytest.raises(RuntimeError, match=r"^torch_inplace\.plan: no algorithm fits the workspace limit"):
             torch_inplace.plan(y.shape, y.dtype, device)
         # squares need no scratch, so they still run under any limit
         z = rand((50, 50), torch.float32, device)
@@ -111,7 +121,7 @@ def test_workspace_limit_context_manager(device, monkeypatch):
         torch_inplace.transpose_(z)
         torch.testing.assert_close(z, ref, rtol=0, atol=0)
     assert y.shape == (300, 200) and torch.equal(y, before)
-    with pytest.raises(RuntimeError, match="expected a byte count >= 0"):
+    with pytest.raises(RuntimeError, match="^set_workspace_limit: expected a byte count >= 0"):
         torch_inplace.set_workspace_limit(-5)
 
 
