@@ -40,7 +40,8 @@ struct Step {
   TI_HOST_DEVICE int64_t dest(int64_t p) const { return (p % Y) * X + p / Y; }
   // Gather (the inverse): position q = y * X + x receives the super-element from x * Y + y.
   TI_HOST_DEVICE int64_t src(int64_t q) const { return (q % X) * Y + q / X; }
-  // The classical closed form of dest for cycle following: p * X mod (X * Y - 1), the last position fixed.
+  // The classical closed form of dest for cycle following: p * X mod (X * Y - 1), the last position fixed
+  // (Gomez-Luna et al. 2016, eq. 1, with L = X * Y - 1 and M = X).
   TI_HOST_DEVICE int64_t dest_mod(int64_t p) const {
     const int64_t L = X * Y;
     return p == L - 1 ? p : c2r::mulmod(p, X % (L - 1), L - 1);

@@ -214,39 +214,6 @@ TI_DEVICE U col_amount(const CatIdx<U>& P, int step, U j) {
   return jm;
 }
 
-// Scatter form of every column step: the output row of input element (k, j).
-template <typename U>
-TI_DEVICE U col_dst(const CatIdx<U>& P, int step, U k, U j) {
-  const U m = P.m;
-  U r;
-  switch (step) {
-    case kPreRotate: {  // gather src = i + j/b  =>  dst = k - j/b
-      const U s = P.dm_b.div(j, &r);
-      return k >= s ? k - s : k + m - s;
-    }
-    case kPostRotate: {  // gather src = i - j/b  =>  dst = k + j/b
-      const U s = P.dm_b.div(j, &r);
-      const U d = k + s;
-      return d >= m ? d - m : d;
-    }
-    case kColShuffle: {  // gather src = q(i) + j  =>  dst = q^-1(k - j)
-      const U jm = P.dm_m.mod(j);
-      return P.q_inv(k >= jm ? k - jm : k + m - jm);
-    }
-    default: {  // kInvColShuffle: scatter dst = q(k) + j
-      const U jm = P.dm_m.mod(j);
-      const U d = P.q(k) + jm;
-      return d >= m ? d - m : d;
-    }
-  }
-}
-
-template <typename U>
-TI_DEVICE U col_row_term(const CatIdx<U>& P, int step, U i) {
-  return (step == kColShuffle || step == kInvColShuffle) ? P.q(i) : i;
-}
-
-
 // ---- row shuffle in shared memory: rows_per_block whole rows per block ----------------------------------
 // Gather out(i, j) = in(i, src(i, j)) with src = row_gather (C2R) or row_scatter2 (R2C).
 constexpr int kSlotThreads = 1024;
@@ -689,8 +656,9 @@ __global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatI
 // ---- cycle leaders of q, on the device ------------------------------------------------------------------
 // i leads its cycle when it is the smallest index on it: walk from i until the walk returns (leader) or meets a
 // smaller index (not). Expected total work O(m log m); no host round trip. bitmap must be zeroed first.
+constexpr int kLeaderThreads = 256;
 template <typename U>
-__global__ void q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
+__global__ void __launch_bounds__(kLeaderThreads) q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
   for (U i = blockIdx.x * blockDim.x + threadIdx.x; i < P.m; i += gridDim.x * blockDim.x) {
     U j = P.q(i);
     if (j == i) continue;

@@ -18,12 +18,6 @@
 #include "kernels/common.cuh"
 #include "kernels/transpose/divmod.cuh"
 
-#if TI_HIP
-#define TI_SYNCWARP() __builtin_amdgcn_wave_barrier()
-#else
-#define TI_SYNCWARP() __syncwarp()
-#endif
-
 namespace torch_inplace {
 namespace kernels {
 
@@ -282,7 +276,7 @@ __global__ void __launch_bounds__(kCycleThreads)
       if (u < w) v[q] = src[u];
     }
     __threadfence();
-    TI_SYNCWARP();
+    warp_sync();
     unsigned old = 0;
     if (lane == 0) old = atomicOr(flags + (s >> 5), 1u << (s & 31)) & (1u << (s & 31));
     old = shfl(old, 0);
@@ -400,9 +394,10 @@ __global__ void __launch_bounds__(kShiftThreads)
 }
 
 // to_aos: rem[i*F + j] = A[j*N + body + i]; else A[j*N + body + i] = rem[i*F + j] (i < r, j < F).
+constexpr int kTailThreads = 256;
 template <typename T, bool kGather>
-__global__ void remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, int64_t F, int64_t N, int64_t body,
-                                       int64_t r) {
+__global__ void __launch_bounds__(kTailThreads)
+    remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, int64_t F, int64_t N, int64_t body, int64_t r) {
   const int64_t total = F * r;
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {

@@ -11,8 +11,10 @@
 namespace torch_inplace {
 namespace kernels {
 
-constexpr int kSqTile = 32;  // a warp's width: the tile side is kSqTile * C
-constexpr int kSqRows = 8;   // block is kSqTile x kSqRows threads
+// The block is kSqTile x kSqRows threads and a tile's side kSqTile * C elements. 32 lanes of x are a warp on CUDA and
+// half a wavefront on HIP; the kernel syncs the whole block only, so either width is right.
+constexpr int kSqTile = 32;
+constexpr int kSqRows = 8;
 
 // Columns per lane (C): tile rows of 128 bytes for 1- and 2-byte elements, 256 for 4-byte ones, and 256 / 512 for 8
 // and 16 (C = 1); each tile pair then takes 2 * 32 * 32 * C * C / 256 elements per thread, all in flight before the
@@ -41,7 +43,8 @@ TI_DEVICE void tri_pair(int64_t p, int64_t nt, int64_t* bi, int64_t* bj) {
 
 // batch n x n matrices, nt = ceil(n / (kSqTile * C)) tiles a side, pairs = nt (nt + 1) / 2 tile pairs each.
 template <typename T, typename U, int C = sq_cols<T>()>
-__global__ void square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_t pairs, int64_t batch) {
+__global__ void __launch_bounds__(kSqTile * kSqRows)
+    square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_t pairs, int64_t batch) {
   constexpr int W = kSqTile * C, S = W + sq_pad<T, C>();
   __shared__ T s1[W][S];
   __shared__ T s2[W][S];

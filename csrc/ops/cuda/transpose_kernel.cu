@@ -423,7 +423,7 @@ struct Engine {
     const auto& g = pl.steps;
     uint32_t* bitmap = reinterpret_cast<uint32_t*>(scratch + g.bitmap_off);
     TI_CHECK(cudaMemsetAsync(bitmap, 0, g.bitmap_bytes, stream));
-    q_leaders_kernel<U><<<grid_for(pl.c2r.m, 256, caps, 8), 256, 0, stream>>>(P, bitmap);
+    q_leaders_kernel<U><<<grid_for(pl.c2r.m, kLeaderThreads, caps, 8), kLeaderThreads, 0, stream>>>(P, bitmap);
     TI_LAUNCH_CHECK();
     const int64_t words = (pl.c2r.m + 31) / 32;
     const int threads = static_cast<int>(std::min<int64_t>(256, (nk() + 31) / 32 * 32));
@@ -596,7 +596,8 @@ struct Engine {
   template <bool kGather>
   cudaError_t tails(T* A, T* rem, int64_t F, int64_t N, int64_t body, int64_t r) {
     if (r <= 0) return cudaSuccess;
-    remainder_tails_kernel<T, kGather><<<grid_for(F * r, 256, caps, 4), 256, 0, stream>>>(A, rem, F, N, body, r);
+    const auto grid = grid_for(F * r, kTailThreads, caps, 4);
+    remainder_tails_kernel<T, kGather><<<grid, kTailThreads, 0, stream>>>(A, rem, F, N, body, r);
     TI_LAUNCH_CHECK();
     return cudaSuccess;
   }
