@@ -82,7 +82,6 @@ def _gpu_backend():
 def extensions():
     backend = _gpu_backend()
     sources = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
-    sources = [s for s in sources if not s.startswith(os.path.join("csrc", "tests"))]
     debug = _env_flag("TORCH_INPLACE_DEBUG")
     nvcc_opt = ["-O0", "-g"] if debug else ["-O3"]
     opt = nvcc_opt if debug else nvcc_opt + ["-g0"]  # -g0: Python's CFLAGS carry -g (a 28 MB library otherwise)

@@ -5,7 +5,7 @@ the two builds must give the same bits).
 
     python3 benchmarks/lu_ab_compare.py DIR [NEW_NAME]   # DIR/old{1,2}.txt against DIR/NEW_NAME{1,2}.txt
 """
-import re, sys, statistics, collections
+import re, sys, collections
 def parse(p):
     d = {}
     for line in open(p):

@@ -8,9 +8,10 @@
 #     block, so its templates are really compiled;
 #  3. every CUDA translation unit that includes no ATen, c10 or torch header (the launchers: transpose_kernel.cu,
 #     lu_inst_*.cu, lu_medium.cu), hipified, is compiled whole, with the flags a ROCm build adds.
-# The GPU files that include ATen (lu_kernel.cu, transpose_cuda.cpp) need a ROCm PyTorch's headers: listed, not
-# compiled. Without torch's hipify (PYTHON cannot import torch) or with HIP_CHECK_HIPIFY=0, the kernel headers are
-# compiled as they are and the launchers are skipped. Debian's hipcc (ROCm 5.2) is enough: apt-get install -y hipcc.
+# The GPU files that include ATen (lu_kernel.cu; transpose_cuda.cpp, a .cpp, is not collected) need a ROCm
+# PyTorch's headers: listed, not compiled. Without torch's hipify (PYTHON cannot import torch) or with
+# HIP_CHECK_HIPIFY=0, the kernel headers are compiled as they are and the launchers are skipped. Debian's hipcc
+# (ROCm 5.2) is enough: apt-get install -y hipcc.
 #
 #   tools/hip_check.sh                      everything above
 #   tools/hip_check.sh path/a.cuh b.cu ...  just these (paths under csrc/)

@@ -47,20 +47,33 @@ namespace plan {
 
 namespace {
 
-// Test/benchmark knobs (environment, read when a plan is made; plans are cached per shape, so clear the cache
-// after changing them): TORCH_INPLACE_GPU_COLUMNS=universal forces the universal column kernels, =cluster the
-// cluster engine, =grid the whole-GPU panels wherever they fit (TORCH_INPLACE_GPU_GRID_BUFFERS=1|2: panels held at
-// once); TORCH_INPLACE_GPU_DIRECTION=short keeps Catanzaro's direction on the row shuffle's short side for every
-// shape; TORCH_INPLACE_GPU_ROWS=global the global row
-// slots; TORCH_INPLACE_GPU_ONCHIP=0 keeps the on-chip plan out of auto plans, TORCH_INPLACE_GPU_ONCHIP_WAVES=0 only its
-// waves (batches over the shared memory); TORCH_INPLACE_GPU_TILED=0 keeps every tiled sequence out of auto plans,
-// TORCH_INPLACE_GPU_TILED3=0 only sequences 3.1 / 3.2 (=1: wherever they apply, and
-// TORCH_INPLACE_GPU_TILED3_SQUARE_BYTES their square tiles' limit, for measurements);
-// TORCH_INPLACE_GPU_SQUARE_TILE=32 keeps the tile-pair swaps at 32 x 32 tiles for every element size;
-// TORCH_INPLACE_GPU_SKINNY_MAX_BYTES sets the auto skinny range past 64 fields and
-// TORCH_INPLACE_GPU_SKINNY_OFF_GRID=0 keeps skinny behind Catanzaro where its column panels are narrow, and
-// TORCH_INPLACE_GPU_DIRECTION_GRID=0 keeps Catanzaro's direction where only the other one gets full column panels.
-// Every engine is testable.
+// Test/benchmark knobs: environment variables read when a plan is made. Plans are cached per shape, so clear the
+// cache (torch.ops.inplace._clear_plan_cache()) after changing one. Unset, each keeps the planner's choice; every engine
+// stays reachable for tests and comparisons. All TORCH_INPLACE_GPU_*:
+//   COLUMNS=universal|cluster|grid    the column engine: universal kernels, clusters, or whole-GPU panels wherever
+//                                     they fit (GRID_BUFFERS=1|2: panels held at once)
+//   GRID_ASYNC=0|1, GRID_GATHER=general, GRID_ROW_LANES=<pow2>, GRID_SPLIT=<k>   the panels' cp.async gather, general
+//                                     (not linearly stepped) gather, lanes per row, and split into k column groups
+//   PANEL_BYTES, ROW_BLOCK_BYTES, MAX_CLUSTER   sizes of column panels, row blocks and the largest thread-block cluster
+//   DIRECTION=short                   Catanzaro's direction on the row shuffle's short side for every shape;
+//   DIRECTION_GRID=0                  keep Catanzaro's direction where only the other gets full column panels
+//   ROWS=global                       the global row slots; ROW_WALK=general|power2 the general C2R row walk / the
+//                                     power-of-two blocks; ROW_MIN_BLOCKS=0|3|4 the row kernels' register bound
+//   FUSE_ROTATION=0, FUSE_BUFFERS=1|2, FUSE_STAGE=elements   the rotation fused into the row shuffle: off, its band
+//                                     buffers, staging element by element
+//   ONCHIP=0 (on-chip plans out of auto plans), ONCHIP_WAVES=0 (only its batched waves), ONCHIP_SKINNY=0|1 (the
+//                                     skinny on-chip kernel never / wherever it applies), ONCHIP_STASH=0 (no register
+//                                     stash)
+//   TILED=0 (every tiled sequence out of auto plans), TILED3=0|1 (sequences 3.1 / 3.2 never / wherever they apply),
+//                                     TILED3_SQUARE_BYTES (their square tiles' limit)
+//   SQUARE_TILE=32                    tile-pair swaps at 32 x 32 tiles for every element size
+//   SKINNY=cut|catanzaro|plain        skinny by sequence 2.1 with a cut always; the older Catanzaro-based skinny
+//                                     engines (with / without super-elements); SKINNY_BYTES its super-element size,
+//                                     SKINNY_TILEVEC=0|vec its tile pass's vector moves, SKINNY_MAX_BYTES the auto
+//                                     skinny range past 64 fields, SKINNY_OFF_GRID=0 skinny behind Catanzaro where its
+//                                     column panels are narrow
+//   CUT=0|1, PADDED=0                 Karlsson's cut never / wherever it applies; the padded plan out of auto plans
+// The CPU planner reads TORCH_INPLACE_CPU_TILED_BYTES (transpose_plan.cpp).
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -931,7 +944,6 @@ Plan plan_skinny_catanzaro(Plan sk, const DeviceCaps& caps, bool super) {
                 " tiles transposed on chip, then Catanzaro on the " + std::to_string(N / k) + " x " +
                 std::to_string(F) + " matrix of " + std::to_string(k) + "-element super-elements";
     plan_catanzaro(sk, caps, k);
-    sk.gpu.tile_smem = k * (F + 1) * es;
   } else {
     sk.reason = "short side <= 64 (AoS <-> SoA): Catanzaro with the short side as the on-chip row";
     plan_catanzaro(sk, caps);

@@ -114,7 +114,7 @@ struct Plan {
     int64_t fuse_runs = 0;  // C2R: rows staged by runs of b columns with 16-byte copies (0: element by element)
     // Skinny with super-elements: the N x F matrix is (N/super, super, F); tiles of super x F are transposed on
     // chip and the (N/super) x F matrix of super-element rows goes through Catanzaro (c2r = Params(N/super, F)).
-    int64_t super = 1, tile_smem = 0;
+    int64_t super = 1;
     int64_t bitmap_off = 0, bitmap_bytes = 0, slots_off = 0;
     // Skinny by sequence 2.1 (sk_k > 0; gpu_plan.cpp): k x F tiles on chip (010!), then the (Mp, F, k) array of
     // k-element super-elements by cycle following (100!); N mod k remainder rows cut (Karlsson). Scratch: flag

@@ -42,9 +42,6 @@ template <typename T>
 void launch_medium_lu(const T* in, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int n, ti_stream_t stream);
 template <typename T>
 void launch_medium_inverse(const T* in, T* out, int32_t* info, int64_t batch, int n, ti_stream_t stream);
-// Shared-memory bytes one warp of the kernels needs (the launcher caps warps per block at 48 KiB per block).
-template <typename T, int N>
-int warp_smem_bytes();
 // Whether the float64 inverse may run on the fp64 tensor cores (lu::kTensorCoreRows) on the current device: CUDA,
 // compute capability 8.0 and up, and TORCH_INPLACE_LU_DMMA_INVERSE is not 0 (read at every call). Defined in
 // lu_kernel.cu.
@@ -85,11 +82,6 @@ namespace torch_inplace {
 namespace lu_cuda {
 
 constexpr int kMaxBlockSmem = 48 * 1024;
-
-template <typename T, int N>
-int warp_smem_bytes() {
-  return kernels::lu::Geometry<T, N>::kWarpSmemBytes;
-}
 
 // Warps per block of small_lu_kernel (Kind 0) or small_inverse_kernel (Kind 1): 1 to 8, at most what the kernel's
 // launch bounds allow (kernels::lu::lu_reg_bound) and 48 KiB of shared memory per block.
@@ -369,7 +361,6 @@ void launch_inverse_backward(const T* X, const T* G, T* out, int64_t batch, ti_s
                                                         ti_stream_t);                                          \
   template void torch_inplace::lu_cuda::launch_inverse<T, N>(const T*, T*, int32_t*, int64_t, int, int,         \
                                                              ti_stream_t);                                     \
-  template int torch_inplace::lu_cuda::warp_smem_bytes<T, N>();                                               \
   template bool torch_inplace::lu_cuda::backward_supported<T, N>();                                           \
   template void torch_inplace::lu_cuda::launch_inverse_backward<T, N>(const T*, const T*, T*, int64_t,        \
                                                                       ti_stream_t);
