@@ -48,8 +48,8 @@ namespace plan {
 namespace {
 
 // Test/benchmark knobs: environment variables read when a plan is made. Plans are cached per shape, so clear the
-// cache (torch.ops.inplace._clear_plan_cache()) after changing one. Unset, each keeps the planner's choice; every engine
-// stays reachable for tests and comparisons. All TORCH_INPLACE_GPU_*:
+// cache (torch.ops.inplace._clear_plan_cache()) after changing one. Unset, each keeps the planner's choice; every
+// engine stays reachable for tests and comparisons. All TORCH_INPLACE_GPU_*:
 //   COLUMNS=universal|cluster|grid    the column engine: universal kernels, clusters, or whole-GPU panels wherever
 //                                     they fit (GRID_BUFFERS=1|2: panels held at once)
 //   GRID_ASYNC=0|1, GRID_GATHER=general, GRID_ROW_LANES=<pow2>, GRID_SPLIT=<k>   the panels' cp.async gather, general
