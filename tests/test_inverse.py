@@ -1,4 +1,9 @@
 """batched_inverse / batched_inverse_ex / inverse_ against torch.linalg.inv (CPU always, CUDA under `gpu`)."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 from torch.library import opcheck
@@ -379,6 +384,30 @@ def test_backward_after_a_pack_hook_raised_is_an_error(name, view, device):
             getattr(TL, name)(A)
     with pytest.raises(RuntimeError, match=f"^{name}: expected the [12] tensor\\(s\\) saved for backward, got 0"):
         A.sum().backward()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB (Linux)")
+def test_cpu_inverse_scratch_is_per_task_not_per_thread():
+    # One large matrix is one task of the loop: its scratch is one n x n slot, whatever the thread count. (A slot per
+    # thread, zero-filled, once took 256 x 0.5 MiB here.) A fresh process, so that the peak RSS starts from its own.
+    code = textwrap.dedent("""
+        import resource, torch, torch_inplace.linalg as TL
+        n = 256
+        A = torch.randn(1, n, n, dtype=torch.float64) + n * torch.eye(n, dtype=torch.float64)
+        want = torch.linalg.inv(A)
+        TL.batched_inverse(A[:, :2, :2])
+        torch.set_num_threads(256)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        got = TL.batched_inverse(A)
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        torch.testing.assert_close(got, want)
+        print("grew_kib", grew)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    grew = int(r.stdout.split("grew_kib")[1])
+    assert grew < 32 * 1024, f"peak RSS grew by {grew} KiB inverting one 256 x 256 float64 matrix at 256 threads"
 
 
 def test_inplace_on_leaf_requiring_grad_refused():
