@@ -141,15 +141,16 @@ def test_repeated_calls_keep_the_heap_intact():
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 @pytest.mark.parametrize("view", ["mH", "conj", "neg"])
 @pytest.mark.parametrize("name", ["inverse_", "lu_factor_"])
-def test_compiled_inplace_on_a_bit_view_graph_input(name, view, backend):
+def test_compiled_inplace_on_a_bit_view_graph_input(name, view, backend, request):
     # A conjugate or negative view passed into compiled code and written there: inverse_ runs on a view without the bit
     # (its Conjugate / Negative kernels), so functionalization never sees the bit (it once failed: no
     # auto_functionalized_v2 kernel at the Conjugate key). complex128 under aot_eager; under inductor float64 only
     # (PyTorch 2.11's inductor cannot compile a mutating custom op on complex tensors), and for lu_factor_ not on a
     # negative view (inductor ignores a graph input's negative bit, for PyTorch's own add_ too).
     dtype = torch.complex128 if backend == "aot_eager" else torch.float64
-    if backend == "inductor" and name == "lu_factor_" and view == "neg":
-        pytest.skip("inductor ignores the negative bit of a graph input (PyTorch 2.11, its own in-place ops too)")
+    if backend == "inductor" and name == "lu_factor_" and view == "neg":  # run, so that a fix upstream shows
+        request.applymarker(pytest.mark.xfail(strict=True, reason="inductor ignores the negative bit of a graph "
+                                              "input (PyTorch 2.11, its own in-place ops too): a wrong result"))
     make = {"mH": lambda t: t.mH, "conj": lambda t: t.conj(), "neg": lambda t: t._neg_view()}[view]
     B = well_conditioned((2,), 4, dtype, "cpu")
     # the Python function (which copies back through a view inside compiled code) and the raw op
