@@ -394,10 +394,10 @@ __global__ void __launch_bounds__(kShiftThreads)
 }
 
 // to_aos: rem[i*F + j] = A[j*N + body + i]; else A[j*N + body + i] = rem[i*F + j] (i < r, j < F).
-constexpr int kTailThreads = 256;
+constexpr int kTailThreads = 256;  // its launch size; no bound, as measured (see square_swap_kernel)
 template <typename T, bool kGather>
-__global__ void __launch_bounds__(kTailThreads)
-    remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, int64_t F, int64_t N, int64_t body, int64_t r) {
+__global__ void remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, int64_t F, int64_t N, int64_t body,
+                                       int64_t r) {
   const int64_t total = F * r;
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
