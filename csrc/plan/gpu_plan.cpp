@@ -55,8 +55,8 @@ namespace {
 //   GRID_ASYNC=0|1, GRID_GATHER=general, GRID_ROW_LANES=<pow2>, GRID_SPLIT=<k>   the panels' cp.async gather, general
 //                                     (not linearly stepped) gather, lanes per row, and split into k column groups
 //   PANEL_BYTES, ROW_BLOCK_BYTES, MAX_CLUSTER   sizes of column panels, row blocks and the largest thread-block cluster
-//   DIRECTION=short                   Catanzaro's direction on the row shuffle's short side for every shape;
-//   DIRECTION_GRID=0                  keep Catanzaro's direction where only the other gets full column panels
+//   DIRECTION=short                   Catanzaro's direction on the row shuffle's short side (for every shape with
+//                                     DIRECTION_GRID=0 too, which keeps it where only the other gets full panels)
 //   ROWS=global                       the global row slots; ROW_WALK=general|power2 the general C2R row walk / the
 //                                     power-of-two blocks; ROW_MIN_BLOCKS=0|3|4 the row kernels' register bound
 //   FUSE_ROTATION=0, FUSE_BUFFERS=1|2, FUSE_STAGE=elements   the rotation fused into the row shuffle: off, its band
@@ -67,11 +67,11 @@ namespace {
 //   TILED=0 (every tiled sequence out of auto plans), TILED3=0|1 (sequences 3.1 / 3.2 never / wherever they apply),
 //                                     TILED3_SQUARE_BYTES (their square tiles' limit)
 //   SQUARE_TILE=32                    tile-pair swaps at 32 x 32 tiles for every element size
-//   SKINNY=cut|catanzaro|plain        skinny by sequence 2.1 with a cut always; the older Catanzaro-based skinny
-//                                     engines (with / without super-elements); SKINNY_BYTES its super-element size,
-//                                     SKINNY_TILEVEC=0|vec its tile pass's vector moves, SKINNY_MAX_BYTES the auto
-//                                     skinny range past 64 fields, SKINNY_OFF_GRID=0 skinny behind Catanzaro where its
-//                                     column panels are narrow
+//   SKINNY=cut|catanzaro|plain        skinny by sequence 2.1 with a cut always; for short sides <= 64, the older
+//                                     Catanzaro-based engines (with / without super-elements); SKINNY_BYTES its
+//                                     super-element size, SKINNY_TILEVEC=0|vec its tile pass's vector moves,
+//                                     SKINNY_MAX_BYTES the auto skinny range past 64 fields, SKINNY_OFF_GRID=0 skinny
+//                                     behind Catanzaro where its column panels are narrow
 //   CUT=0|1, PADDED=0                 Karlsson's cut never / wherever it applies; the padded plan out of auto plans
 // The CPU planner reads TORCH_INPLACE_CPU_TILED_BYTES (transpose_plan.cpp).
 bool env_is(const char* name, const char* value) {

@@ -191,8 +191,8 @@ void inverse_inplace_cpu(at::Tensor& x, at::Tensor& info) {
     int32_t* inf = info.data_ptr<int32_t>();
     // A slot of LU and pivots for each task of the loop, allocated (from PyTorch's CPU allocator, so its profiler
     // sees them) before the first matrix is written: a task that ran out of memory mid-loop would leave the batch
-    // partly inverted. parallel_for runs min(threads, ceil(batch / grain)) tasks, numbered from 0, so a single large
-    // matrix takes one slot, not one per thread. Inside a parallel region the loop runs inline, as task 0.
+    // partly inverted. parallel_for runs at most min(threads, ceil(batch / grain)) tasks, numbered from 0, so a single
+    // large matrix takes one slot, not one per thread. Inside a parallel region the loop runs inline, as task 0.
     const int64_t g = grain(n);
     const int64_t tasks = std::min<int64_t>(at::get_num_threads(), (batch + g - 1) / g);
     const int64_t slots = at::in_parallel_region() ? 1 : std::max<int64_t>(1, tasks);
