@@ -43,8 +43,9 @@ TI_DEVICE void tri_pair(int64_t p, int64_t nt, int64_t* bi, int64_t* bj) {
 
 // batch n x n matrices, nt = ceil(n / (kSqTile * C)) tiles a side, pairs = nt (nt + 1) / 2 tile pairs each.
 // Launched with kSqTile x kSqRows threads, deliberately without __launch_bounds__: with __launch_bounds__(256), nvcc
-// allocated registers differently (float32 36 -> 40, 72 -> 40 at 64-bit indices) and the tiled and cut plans, which
-// run this kernel, measured 3.5% slower (median of 32 shapes, 31 slower; bench_transpose_s55 against _s54, H200).
+// allocated registers differently (float32 36 -> 40, 72 -> 40 at 64-bit indices) and the tiled plans, which run this
+// kernel, measured 4% slower in GPU time (25 shapes, 24 slower; other plans 1.00x; bench_transpose_s55 against _s54,
+// H200).
 template <typename T, typename U, int C = sq_cols<T>()>
 __global__ void square_swap_kernel(T* __restrict__ base, U n, int64_t nt, int64_t pairs, int64_t batch) {
   constexpr int W = kSqTile * C, S = W + sq_pad<T, C>();
