@@ -1,5 +1,4 @@
 """batched_inverse / batched_inverse_ex / inverse_ against torch.linalg.inv (CPU always, CUDA under `gpu`)."""
-import os
 import subprocess
 import sys
 import textwrap
@@ -9,8 +8,8 @@ import torch
 from torch.library import opcheck
 
 import torch_inplace.linalg as TL
-from conftest import (LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, cuda_kernels_launched, graphed, needs_cuda,
-                      same_bits, well_conditioned)
+from conftest import (LINALG_DEVICES as DEVICES, LINALG_DTYPES as DTYPES, PY, cuda_kernels_launched, graphed,
+                      needs_cuda, python_subprocess_env, same_bits, well_conditioned)
 
 
 
@@ -403,8 +402,7 @@ def test_cpu_inverse_scratch_is_per_task_not_per_thread():
         torch.testing.assert_close(got, want)
         print("grew_kib", grew)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([PY, "-c", code], env=python_subprocess_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     grew = int(r.stdout.split("grew_kib")[1])
     assert grew < 32 * 1024, f"peak RSS grew by {grew} KiB inverting one 256 x 256 float64 matrix at 256 threads"

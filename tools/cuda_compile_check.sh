@@ -16,17 +16,20 @@ built=$("$PYTHON" -c 'import torch_inplace; print("yes" if torch_inplace.built_w
 inc=$("$PYTHON" -c 'from torch.utils.cpp_extension import include_paths; print(" ".join("-I"+p for p in include_paths()))')
 py_inc=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 failed=0
+compile() {  # compile FILE [FLAGS...]: one translation unit for sm_90, the object discarded
+  local f=$1; shift
+  # shellcheck disable=SC2086
+  if "$NVCC" -std=c++17 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr -DTORCH_INPLACE_WITH_CUDA \
+      "$@" -Icsrc $inc -I"$py_inc" -D_GLIBCXX_USE_CXX11_ABI=1 -Xcompiler -fPIC -c "$f" -o /dev/null; then
+    echo "  ok  $f${*:+ ($*)}"
+  else
+    echo "  FAILED $f${*:+ ($*)}"; failed=1
+  fi
+}
 if [ "$built" = yes ]; then
   echo "cuda_compile_check: the package build compiled ${#sources[@]} CUDA sources for sm_90 (torch CUDA == nvcc)"
 else
-  for f in "${sources[@]}"; do
-    if "$NVCC" -std=c++17 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr -DTORCH_INPLACE_WITH_CUDA \
-        -Icsrc $inc -I"$py_inc" -D_GLIBCXX_USE_CXX11_ABI=1 -Xcompiler -fPIC -c "$f" -o /dev/null; then
-      echo "  ok  $f"
-    else
-      echo "  FAILED $f"; failed=1
-    fi
-  done
+  for f in "${sources[@]}"; do compile "$f"; done
 fi
 # The small LU / inverse kernels' measurement switches (csrc/kernels/lu/small_lu.cuh: TI_LU_SHFL_BCAST,
 # TI_LU_F64_SMEM_CHUNKS, TI_LU_INV_ONE_KEY, TI_LU_PERM_AT_END, TI_LU_SLOT_STORES, TI_LU_BOUND_SWEEP) select code that
@@ -40,12 +43,7 @@ if [ "${LU_VARIANTS:-1}" != 0 ]; then
   for v in "${variants[@]}"; do
     for f in csrc/ops/cuda/lu_inst_f32_q4.cu csrc/ops/cuda/lu_inst_f64_q4.cu; do
       # shellcheck disable=SC2086
-      if "$NVCC" -std=c++17 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr -DTORCH_INPLACE_WITH_CUDA \
-          $v -Icsrc $inc -I"$py_inc" -D_GLIBCXX_USE_CXX11_ABI=1 -Xcompiler -fPIC -c "$f" -o /dev/null; then
-        echo "  ok  $f ($v)"
-      else
-        echo "  FAILED $f ($v)"; failed=1
-      fi
+      compile "$f" $v
       n_variants=$((n_variants + 1))
     done
   done

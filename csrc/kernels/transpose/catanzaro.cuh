@@ -656,7 +656,7 @@ __global__ void __launch_bounds__(256) reflect_kernel(T* __restrict__ base, CatI
 // ---- cycle leaders of q, on the device ------------------------------------------------------------------
 // i leads its cycle when it is the smallest index on it: walk from i until the walk returns (leader) or meets a
 // smaller index (not). Expected total work O(m log m); no host round trip. bitmap must be zeroed first.
-constexpr int kLeaderThreads = 256;  // its launch size; no bound, as measured (see square_swap_kernel)
+constexpr int kLeaderThreads = 256;  // its launch size; no bound: one changes codegen (see square_swap_kernel)
 template <typename U>
 __global__ void q_leaders_kernel(CatIdx<U> P, uint32_t* __restrict__ bitmap) {
   for (U i = blockIdx.x * blockDim.x + threadIdx.x; i < P.m; i += gridDim.x * blockDim.x) {

@@ -394,7 +394,7 @@ __global__ void __launch_bounds__(kShiftThreads)
 }
 
 // to_aos: rem[i*F + j] = A[j*N + body + i]; else A[j*N + body + i] = rem[i*F + j] (i < r, j < F).
-constexpr int kTailThreads = 256;  // its launch size; no bound, as measured (see square_swap_kernel)
+constexpr int kTailThreads = 256;  // its launch size; no bound: one changes codegen (see square_swap_kernel)
 template <typename T, bool kGather>
 __global__ void remainder_tails_kernel(T* __restrict__ A, T* __restrict__ rem, int64_t F, int64_t N, int64_t body,
                                        int64_t r) {
